@@ -1,0 +1,53 @@
+from django.db import models
+
+
+class Precision(models.TextChoices):
+    FP32 = "fp32", "FP32"
+    BF16 = "bf16", "BF16"
+
+
+class Task(models.Model):
+    """One optimizable unit: an operator at one precision, mirrored from tasks/<suite>/<op>/spec.toml."""
+
+    suite = models.CharField(max_length=64)
+    operator = models.CharField(max_length=128, help_text="Operator id; FP32 and BF16 variants share it.")
+    precision = models.CharField(max_length=8, choices=Precision.choices)
+    title = models.CharField(max_length=200)
+    category = models.CharField(max_length=64)
+    description = models.TextField(help_text="Markdown with $math$.")
+    entry_point = models.CharField(max_length=128)
+    interface = models.TextField(help_text="The C declaration of the baseline entry point.")
+    params = models.JSONField(default=list, help_text="[{name, type}] of the entry point, in order.")
+    outputs = models.JSONField(default=list)
+    sizes = models.JSONField(default=list, help_text="One object of named parameters per size.")
+    constants = models.JSONField(default=dict, blank=True)
+    inputs = models.JSONField(default=dict, blank=True, help_text="Distribution per input buffer.")
+    complexity = models.CharField(max_length=200, help_text="T(sizes), e.g. M*N*K.")
+    atol = models.FloatField()
+    rtol = models.FloatField()
+    tolerance_note = models.TextField(blank=True)
+    baseline_source = models.TextField()
+    provenance = models.TextField(blank=True)
+    rules = models.JSONField(default=dict, blank=True, help_text="blocked_symbols, allowed_libraries.")
+    enabled = models.BooleanField(default=True)
+    spec_path = models.CharField(max_length=500, blank=True, help_text="Relative to TASKS_DIR.")
+    source_hash = models.CharField(max_length=64, blank=True, help_text="Hash of spec + sources at last sync.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["suite", "category", "operator", "precision"]
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "operator", "precision"], name="task_unique_op_precision"),
+        ]
+        indexes = [
+            models.Index(fields=["category", "operator"]),
+            models.Index(fields=["enabled", "suite"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.suite}/{self.operator} [{self.precision}]"
+
+    @property
+    def slug(self) -> str:
+        return f"{self.suite}/{self.operator}/{self.precision}"

@@ -1,0 +1,8 @@
+from django.db.models import Q, QuerySet
+
+from apps.llm.models import LLMEndpoint
+
+
+def endpoints_for(user) -> QuerySet[LLMEndpoint]:
+    """A user's own endpoints plus the shared ones (no owner)."""
+    return LLMEndpoint.objects.filter(Q(owner=user) | Q(owner__isnull=True))

@@ -1,0 +1,54 @@
+from django.contrib import admin
+
+from apps.runs.models import AgentCall, Profile, Run, RunEvent, Turn
+
+
+class TurnInline(admin.TabularInline):
+    model = Turn
+    fields = ("round_index", "debug_index", "kind", "verdict", "score", "valid")
+    readonly_fields = fields
+    extra = 0
+    show_change_link = True
+    can_delete = False
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("id", "task", "owner", "model", "status", "best_score", "created_at", "gpu_name")
+    list_filter = ("status", "profile_mode", "task__suite", "task__precision")
+    search_fields = ("task__operator", "model", "owner__username")
+    list_select_related = ("task", "owner")
+    readonly_fields = ("last_event_seq", "created_at", "started_at", "finished_at", "best_turn")
+    raw_id_fields = ("task", "owner", "endpoint")
+    inlines = (TurnInline,)
+
+
+@admin.register(Turn)
+class TurnAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "kind", "verdict", "score", "valid", "created_at")
+    list_filter = ("kind", "valid", "verdict")
+    raw_id_fields = ("run", "parent")
+
+
+@admin.register(Profile)
+class ProfileAdmin(admin.ModelAdmin):
+    list_display = ("turn", "size_index", "kernel", "bottleneck", "gpu_name")
+    list_filter = ("bottleneck",)
+    raw_id_fields = ("turn",)
+
+
+@admin.register(AgentCall)
+class AgentCallAdmin(admin.ModelAdmin):
+    list_display = ("turn", "role", "model", "tokens_in", "tokens_out", "cost_usd", "latency_s")
+    list_filter = ("role", "model")
+    raw_id_fields = ("turn",)
+
+
+@admin.register(RunEvent)
+class RunEventAdmin(admin.ModelAdmin):
+    list_display = ("run", "seq", "type", "created_at")
+    list_filter = ("type",)
+    raw_id_fields = ("run",)
+
+    def has_change_permission(self, request, obj=None):
+        return False  # the event log is append-only

@@ -1,0 +1,218 @@
+from django.conf import settings
+from django.db import models
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+    @classmethod
+    def terminal(cls) -> frozenset[str]:
+        return frozenset({cls.SUCCEEDED, cls.FAILED, cls.CANCELLED})
+
+
+# The state machine: which status may follow which. Terminal states are final.
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.SUCCEEDED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+class ProfileMode(models.TextChoices):
+    FILTERED = "filtered", "Filtered (class-specific metrics)"
+    FULL = "full", "Full (all six sections)"
+    NONE = "none", "None (no profiling)"
+
+
+class Run(models.Model):
+    """One optimization run of the agent pipeline on one task."""
+
+    task = models.ForeignKey("catalog.Task", on_delete=models.PROTECT, related_name="runs")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    is_public = models.BooleanField(default=False, help_text="Visible to every signed-in user.")
+
+    # Configuration
+    endpoint = models.ForeignKey(
+        "llm.LLMEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    model = models.CharField(max_length=200, help_text="Default model for every agent.")
+    agent_models = models.JSONField(default=dict, blank=True, help_text="Per-role override, e.g. {'coder': 'x'}.")
+    rounds = models.PositiveSmallIntegerField(default=3, help_text="Optimization rounds R.")
+    debug_rounds = models.PositiveSmallIntegerField(default=3, help_text="Debug rounds D per invalid candidate.")
+    profile_mode = models.CharField(max_length=16, choices=ProfileMode.choices, default=ProfileMode.FILTERED)
+    temperature = models.FloatField(default=0.2)
+    seed = models.BigIntegerField(null=True, blank=True)
+    time_budget_s = models.PositiveIntegerField(null=True, blank=True)
+    token_budget = models.PositiveBigIntegerField(null=True, blank=True)
+    cost_budget_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+
+    # Lifecycle
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker_host = models.CharField(max_length=200, blank=True)
+    gpu_name = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+
+    # Outcome and totals
+    best_turn = models.ForeignKey("Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    best_score = models.FloatField(null=True, blank=True, help_text="Best complexity-weighted speedup P.")
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    wall_time_s = models.FloatField(default=0)
+    gpu_time_s = models.FloatField(default=0)
+
+    # Event stream bookkeeping: the last RunEvent.seq handed out for this run.
+    last_event_seq = models.PositiveBigIntegerField(default=0, editable=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"]),
+            models.Index(fields=["status", "-created_at"]),
+            models.Index(fields=["task", "-best_score"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} · {self.task} · {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class TurnKind(models.TextChoices):
+    BASELINE = "baseline", "Baseline"
+    OPTIMIZE = "optimize", "Optimize"
+    DEBUG = "debug", "Debug"
+    MANUAL = "manual", "Manual"
+
+
+class Turn(models.Model):
+    """One candidate in a run: round i (0 = baseline), debug sub-turn j (0 = the optimize turn)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="turns")
+    round_index = models.PositiveSmallIntegerField()
+    debug_index = models.PositiveSmallIntegerField(default=0)
+    kind = models.CharField(max_length=16, choices=TurnKind.choices)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    scheme = models.TextField(blank=True, help_text="The Planner's (or Debug agent's) text.")
+    code = models.TextField(blank=True)
+    compile_command = models.TextField(blank=True)
+    compile_log = models.TextField(blank=True)
+    ptxas = models.JSONField(default=dict, blank=True, help_text="Per kernel: registers, shared memory, spills.")
+    results = models.JSONField(
+        default=list, blank=True, help_text="Per size: params, correct, timings, speedup, CV, first mismatch."
+    )
+    verdict = models.CharField(max_length=32, blank=True, help_text="ok, rejected, compile_error, incorrect, ...")
+    reason = models.TextField(blank=True)
+    score = models.FloatField(null=True, blank=True, help_text="Complexity-weighted speedup P.")
+    valid = models.BooleanField(default=False)
+    llm_seconds = models.FloatField(default=0)
+    compile_seconds = models.FloatField(default=0)
+    eval_seconds = models.FloatField(default=0)
+    profile_seconds = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "round_index", "debug_index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "round_index", "debug_index"], name="turn_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        label = f"round {self.round_index}"
+        if self.debug_index:
+            label += f".{self.debug_index}"
+        return f"Run {self.run_id} {label} ({self.kind})"
+
+
+class Bottleneck(models.TextChoices):
+    COMPUTE = "compute", "Compute bound"
+    MEMORY_LATENCY = "memory_latency", "Memory latency bound"
+    MEMORY_BANDWIDTH = "memory_bandwidth", "Memory bandwidth bound"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class Profile(models.Model):
+    """Nsight Compute metrics of one kernel of a turn at one size."""
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="profiles")
+    size_index = models.PositiveSmallIntegerField()
+    size = models.JSONField(default=dict)
+    kernel = models.CharField(max_length=500)
+    bottleneck = models.CharField(max_length=32, choices=Bottleneck.choices, default=Bottleneck.UNKNOWN)
+    filtered_metrics = models.JSONField(default=dict, blank=True)
+    full_metrics = models.JSONField(default=dict, blank=True)
+    tool_version = models.CharField(max_length=100, blank=True)
+    gpu_name = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["turn", "size_index", "kernel"]
+        indexes = [models.Index(fields=["bottleneck"])]
+
+    def __str__(self) -> str:
+        return f"{self.turn} size {self.size_index} {self.kernel} ({self.bottleneck})"
+
+
+class AgentRole(models.TextChoices):
+    PLANNER = "planner", "Planner"
+    CODER = "coder", "Coder"
+    COMPILER = "compiler", "Compiler"
+    DEBUG = "debug", "Debug"
+
+
+class AgentCall(models.Model):
+    """One LLM request and its response, with accounting."""
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="agent_calls")
+    role = models.CharField(max_length=16, choices=AgentRole.choices)
+    model = models.CharField(max_length=200)
+    messages = models.JSONField(default=list)
+    response = models.TextField(blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    latency_s = models.FloatField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["turn", "created_at", "id"]
+        indexes = [models.Index(fields=["role", "model"])]
+
+    def __str__(self) -> str:
+        return f"{self.role} call on {self.turn}"
+
+
+class RunEvent(models.Model):
+    """Append-only log of everything a run does; the websocket replays it by seq."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="runevent_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"Run {self.run_id} #{self.seq} {self.type}"
+
+    def as_message(self) -> dict:
+        return {
+            "seq": self.seq,
+            "type": self.type,
+            "payload": self.payload,
+            "created": self.created_at.isoformat(),
+        }

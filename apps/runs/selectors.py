@@ -1,0 +1,24 @@
+"""Reads for runs and their events. Every read that a user triggers goes through
+`runs_visible_to`, so ownership is enforced in one place."""
+
+from django.db.models import Q, QuerySet
+
+from apps.runs.models import Run, RunEvent
+
+
+def runs_visible_to(user) -> QuerySet[Run]:
+    """Owners see their runs, everyone signed in sees public runs, staff see all."""
+    runs = Run.objects.select_related("task", "owner")
+    if not user.is_authenticated:
+        return runs.none()
+    if user.is_staff:
+        return runs
+    return runs.filter(Q(owner=user) | Q(is_public=True))
+
+
+def run_for_user(user, run_id: int) -> Run | None:
+    return runs_visible_to(user).filter(pk=run_id).first()
+
+
+def events_after(run_id: int, after: int = 0, limit: int = 1000) -> list[RunEvent]:
+    return list(RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit])

@@ -1,0 +1,103 @@
+"""Writes for runs: creation, the status state machine and idempotent claims."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.runs.events import event_append
+from apps.runs.models import RUN_TRANSITIONS, Run, RunStatus
+
+
+class TransitionError(Exception):
+    """The run is not in a status from which the requested one may follow."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    model: str
+    rounds: int = 3
+    debug_rounds: int = 3
+    profile_mode: str = "filtered"
+    temperature: float = 0.2
+    seed: int | None = None
+    endpoint_id: int | None = None
+    agent_models: dict | None = None
+    time_budget_s: int | None = None
+    token_budget: int | None = None
+    cost_budget_usd: float | None = None
+
+
+def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispatch: bool = True) -> Run:
+    """Create a queued run and hand it to a GPU worker once the row is committed."""
+    with transaction.atomic():
+        run = Run.objects.create(
+            owner=owner,
+            task=task,
+            is_public=is_public,
+            endpoint_id=config.endpoint_id,
+            model=config.model,
+            agent_models=config.agent_models or {},
+            rounds=config.rounds,
+            debug_rounds=config.debug_rounds,
+            profile_mode=config.profile_mode,
+            temperature=config.temperature,
+            seed=config.seed,
+            time_budget_s=config.time_budget_s,
+            token_budget=config.token_budget,
+            cost_budget_usd=config.cost_budget_usd,
+        )
+        event_append(run.pk, "run.queued", {"task": task.slug, "model": config.model})
+        if dispatch:
+            from apps.runs.tasks import execute_run  # tasks import services: avoid the cycle at load time
+
+            transaction.on_commit(lambda: execute_run.delay(run.pk))
+    return run
+
+
+def _allowed_sources(target: str) -> list[str]:
+    return [source for source, targets in RUN_TRANSITIONS.items() if target in targets]
+
+
+def run_transition(run_id: int, target: str, *, error: str = "", **fields) -> bool:
+    """Move a run to `target` if the state machine allows it from its current status.
+
+    A conditional UPDATE, so two workers (or a worker and a cancel) racing on the
+    same run cannot both win. Returns whether this call made the change.
+    """
+    if target not in RUN_TRANSITIONS:
+        raise TransitionError(f"unknown status {target!r}")
+    now = timezone.now()
+    values = dict(fields, status=target)
+    if target == RunStatus.RUNNING:
+        values.setdefault("started_at", now)
+    if target in RunStatus.terminal():
+        values["finished_at"] = now
+        values["error"] = error
+    with transaction.atomic():
+        changed = Run.objects.filter(pk=run_id, status__in=_allowed_sources(target)).update(**values) == 1
+        if changed:
+            payload = {"status": target}
+            if error:
+                payload["error"] = error
+            event_append(run_id, f"run.{target}", payload)
+    return changed
+
+
+def run_claim(run_id: int, *, worker_host: str, gpu_name: str = "") -> bool:
+    """Claim a queued run for this worker; exactly one of several racing claims wins."""
+    return run_transition(run_id, RunStatus.RUNNING, worker_host=worker_host, gpu_name=gpu_name)
+
+
+def run_cancel(run: Run) -> bool:
+    return run_transition(run.pk, RunStatus.CANCELLED, error="cancelled by user")
+
+
+def run_fail(run_id: int, error: str) -> bool:
+    return run_transition(run_id, RunStatus.FAILED, error=error)
+
+
+def run_succeed(run_id: int) -> bool:
+    return run_transition(run_id, RunStatus.SUCCEEDED)

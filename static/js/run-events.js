@@ -1,0 +1,52 @@
+// Live run events: resume after the last seq shown, drop duplicates, reconnect with backoff.
+(function () {
+  "use strict";
+  const list = document.getElementById("events");
+  if (!list || list.dataset.live !== "1") return;
+  const state = document.getElementById("stream-state");
+  const statusBadge = document.getElementById("run-status");
+  const runId = list.dataset.run;
+  let lastSeq = parseInt(list.dataset.lastSeq || "0", 10);
+  let delay = 500;
+  let finished = false;
+
+  function render(event) {
+    const item = document.createElement("li");
+    item.dataset.seq = event.seq;
+    const seq = document.createElement("span");
+    seq.className = "seq";
+    seq.textContent = "#" + event.seq + " ";
+    const type = document.createElement("code");
+    type.textContent = event.type;
+    const payload = document.createElement("span");
+    payload.className = "payload";
+    payload.textContent = " " + JSON.stringify(event.payload);  // textContent: never parsed as HTML
+    item.append(seq, type, payload);
+    list.append(item);
+    if (event.type.startsWith("run.") && event.payload.status && statusBadge) {
+      statusBadge.textContent = event.payload.status;
+      statusBadge.className = "status status-" + event.payload.status;
+      finished = ["succeeded", "failed", "cancelled"].includes(event.payload.status);
+    }
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${location.host}/ws/runs/${runId}/events/?after=${lastSeq}`);
+    socket.onopen = () => { delay = 500; if (state) state.textContent = "live"; };
+    socket.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      if (typeof event.seq !== "number" || event.type === "pong" || event.seq <= lastSeq) return;
+      lastSeq = event.seq;
+      render(event);
+      if (finished) socket.close(1000);
+    };
+    socket.onclose = () => {
+      if (finished) { if (state) state.textContent = "finished"; return; }
+      if (state) state.textContent = `reconnecting in ${Math.round(delay / 1000)} s…`;
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 15000);
+    };
+  }
+  connect();
+})();

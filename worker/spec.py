@@ -1,0 +1,339 @@
+"""Task specs (`tasks/<suite>/<op>/spec.toml`): loading and validation.
+
+Plain Python (no Django): the worker, the CLI and the web app's sync command
+all read tasks through this module. See docs/task-format.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PRECISIONS = ("fp32", "bf16")
+CATEGORIES = (
+    "dense_linear_algebra",
+    "sparse_matrix",
+    "normalization",
+    "activation",
+    "reduction",
+    "loss",
+    "convolution",
+    "pooling",
+    "attention",
+    "scan_sort",
+    "stencil",
+    "signal",
+    "integration",
+    "memory",
+)
+DEFAULT_TOLERANCE = {"fp32": (1e-4, 1e-4), "bf16": (1e-2, 1e-2)}
+DISTRIBUTIONS = re.compile(
+    r"^(uniform\(\s*-?[\d.e+-]+\s*,\s*-?[\d.e+-]+\s*\)|normal\(\s*-?[\d.e+-]+\s*,\s*[\d.e+-]+\s*\)"
+    r"|randint\(\s*-?\d+\s*,\s*-?\d+\s*\)|csr|coo|csc|ell|probabilities|binary|causal_mask|distinct|ones)$"
+)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SIGNATURE = re.compile(r"^\s*void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*;?\s*$", re.S)
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used; names the file and the offending field."""
+
+    def __init__(self, path: Path | str, field_name: str, message: str):
+        self.path = str(path)
+        self.field = field_name
+        self.message = message
+        super().__init__(f"{self.path}: [{field_name}] {message}")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ctype: str  # e.g. "const float*", "int", "__nv_bfloat16"
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.ctype.endswith("*")
+
+    @property
+    def is_const(self) -> bool:
+        return self.ctype.startswith("const ")
+
+
+@dataclass(frozen=True)
+class Interface:
+    entry: str
+    params: tuple[Param, ...]
+    signature: str
+
+    @property
+    def optimized_entry(self) -> str:
+        return f"{self.entry}_optimized"
+
+    def param_types(self) -> tuple[str, ...]:
+        return tuple(_normalize_type(p.ctype) for p in self.params)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    title: str
+    suite: str
+    category: str
+    description: str
+    complexity: str
+    outputs: tuple[str, ...]
+    provenance: str
+    interfaces: dict[str, Interface]
+    sizes: tuple[dict[str, float], ...]
+    constants: dict[str, float] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    blocked_symbols: tuple[str, ...] = ()
+    allowed_libraries: tuple[str, ...] = ()
+    path: str = ""
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.path).parent
+
+    def baseline_source(self, precision: str) -> Path:
+        return self.directory / f"{self.interfaces[precision].entry}.cu"
+
+    def harness_source(self) -> Path:
+        return self.directory / "harness.cu"
+
+    def complexity_of(self, size: dict[str, float]) -> float:
+        return eval_complexity(self.complexity, size)
+
+    def tolerance(self, precision: str) -> Tolerance:
+        if precision in self.tolerances:
+            return self.tolerances[precision]
+        atol, rtol = DEFAULT_TOLERANCE[precision]
+        return Tolerance(atol, rtol, "default")
+
+
+def _normalize_type(ctype: str) -> str:
+    ctype = re.sub(r"\s+", " ", ctype.replace("*", " * ")).strip()
+    return ctype.replace(" *", "*")
+
+
+def parse_signature(signature: str) -> Interface:
+    """Parse `void name(type a, type* b, ...)`; default values are dropped."""
+    match = _SIGNATURE.match(signature)
+    if not match:
+        raise ValueError(f"not a C declaration 'void name(params)': {signature!r}")
+    entry, body = match.group(1), match.group(2).strip()
+    params: list[Param] = []
+    if body and body != "void":
+        for raw in body.split(","):
+            decl = raw.split("=")[0].strip()
+            m = re.match(r"^(.*?)([A-Za-z_][A-Za-z0-9_]*)\s*$", decl, re.S)
+            if not m or not m.group(1).strip():
+                raise ValueError(f"cannot read parameter {raw.strip()!r} in {signature!r}")
+            params.append(Param(m.group(2), _normalize_type(m.group(1))))
+    names = [p.name for p in params]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate parameter names in {signature!r}")
+    return Interface(entry=entry, params=tuple(params), signature=" ".join(signature.split()))
+
+
+_ALLOWED_NODES = (
+    ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Call,
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd,
+)
+_FUNCS = {"log2": math.log2, "log": math.log, "sqrt": math.sqrt}
+
+
+def complexity_names(expr: str) -> set[str]:
+    tree = ast.parse(expr, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ValueError(f"'{type(node).__name__}' is not allowed in a complexity expression")
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in _FUNCS and len(node.args) == 1
+        ):
+            raise ValueError("only log2(x), log(x) and sqrt(x) may be called")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+            raise ValueError("only numbers may appear as constants")
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
+
+
+def eval_complexity(expr: str, size: dict[str, float]) -> float:
+    """Evaluate T(sizes) without eval(): only arithmetic over the size names."""
+    complexity_names(expr)  # validates the node set
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in size:
+                raise ValueError(f"complexity uses '{node.id}', which this size does not define")
+            return float(size[node.id])
+        if isinstance(node, ast.UnaryOp):
+            value = ev(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Call):
+            return _FUNCS[node.func.id](ev(node.args[0]))
+        left, right = ev(node.left), ev(node.right)
+        ops = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}
+        if isinstance(node.op, ast.Div):
+            return left / right
+        if isinstance(node.op, ast.Pow):
+            return left**right
+        return ops[type(node.op)]
+
+    return ev(ast.parse(expr, mode="eval"))
+
+
+def _require(data: dict, key: str, kind: type | tuple, path: Path):
+    if key not in data:
+        raise SpecError(path, key, "is required")
+    value = data[key]
+    if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise SpecError(path, key, f"must be a non-empty {names}, got {value!r}")
+    return value
+
+
+def load_spec(path: Path | str) -> TaskSpec:
+    """Read and validate one spec.toml; raise SpecError naming the field on any problem."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(path, "file", "does not exist") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(path, "toml", f"is not valid TOML: {exc}") from None
+
+    name = _require(data, "name", str, path)
+    if not _NAME.match(name):
+        raise SpecError(path, "name", f"must be a C identifier, got {name!r}")
+    if path.parent.name != name:
+        raise SpecError(path, "name", f"{name!r} must equal the folder name {path.parent.name!r}")
+    category = _require(data, "category", str, path)
+    if category not in CATEGORIES:
+        raise SpecError(path, "category", f"{category!r} is not one of {', '.join(CATEGORIES)}")
+
+    raw_ifaces = _require(data, "interface", dict, path)
+    interfaces: dict[str, Interface] = {}
+    for precision, signature in raw_ifaces.items():
+        if precision not in PRECISIONS:
+            raise SpecError(path, f"interface.{precision}", f"precision must be one of {PRECISIONS}")
+        if not isinstance(signature, str):
+            raise SpecError(path, f"interface.{precision}", "must be a C declaration string")
+        try:
+            interfaces[precision] = parse_signature(signature)
+        except ValueError as exc:
+            raise SpecError(path, f"interface.{precision}", str(exc)) from None
+        baseline = path.parent / f"{interfaces[precision].entry}.cu"
+        if not baseline.is_file():
+            raise SpecError(path, f"interface.{precision}", f"baseline source {baseline.name} is missing")
+    if not interfaces:
+        raise SpecError(path, "interface", "needs at least one of fp32, bf16")
+
+    outputs = tuple(_require(data, "outputs", list, path))
+    for iface in interfaces.values():
+        pointers = {p.name for p in iface.params if p.is_pointer}
+        for out in outputs:
+            if out not in pointers:
+                raise SpecError(path, "outputs", f"{out!r} is not a pointer parameter of {iface.entry}")
+
+    raw_sizes = _require(data, "sizes", list, path)
+    sizes: list[dict[str, float]] = []
+    for i, size in enumerate(raw_sizes):
+        if not isinstance(size, dict) or not size:
+            raise SpecError(path, f"sizes[{i}]", "must be a table of named numbers")
+        for key, value in size.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise SpecError(path, f"sizes[{i}].{key}", f"must be a positive number, got {value!r}")
+        sizes.append(dict(size))
+
+    complexity = _require(data, "complexity", str, path)
+    try:
+        names = complexity_names(complexity)
+    except (SyntaxError, ValueError) as exc:
+        raise SpecError(path, "complexity", f"{complexity!r}: {exc}") from None
+    for i, size in enumerate(sizes):
+        missing = names - set(size)
+        if missing:
+            raise SpecError(path, f"sizes[{i}]", f"lacks {', '.join(sorted(missing))} used by complexity")
+        if eval_complexity(complexity, size) <= 0:
+            raise SpecError(path, "complexity", f"is not positive for sizes[{i}]")
+
+    constants = data.get("constants", {})
+    for key, value in constants.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(path, f"constants.{key}", f"must be a number, got {value!r}")
+
+    inputs = data.get("inputs", {})
+    for key, value in inputs.items():
+        if not isinstance(value, str) or not DISTRIBUTIONS.match(value.strip()):
+            raise SpecError(path, f"inputs.{key}", f"unknown distribution {value!r}")
+
+    tolerances: dict[str, Tolerance] = {}
+    for precision, tol in data.get("tolerance", {}).items():
+        where = f"tolerance.{precision}"
+        if precision not in PRECISIONS or not isinstance(tol, dict):
+            raise SpecError(path, where, f"precision must be one of {PRECISIONS}")
+        for key in ("atol", "rtol"):
+            value = tol.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise SpecError(path, f"{where}.{key}", f"must be a number >= 0, got {value!r}")
+        tolerances[precision] = Tolerance(float(tol["atol"]), float(tol["rtol"]), str(tol.get("why", "")))
+
+    rules = data.get("rules", {})
+    blocked = rules.get("blocked_symbols", [])
+    allowed = rules.get("allowed_libraries", [])
+    for key, value in (("blocked_symbols", blocked), ("allowed_libraries", allowed)):
+        if not isinstance(value, list) or not all(isinstance(v, str) and _NAME.match(v) for v in value):
+            raise SpecError(path, f"rules.{key}", "must be a list of identifiers")
+
+    return TaskSpec(
+        name=name,
+        title=_require(data, "title", str, path),
+        suite=_require(data, "suite", str, path),
+        category=category,
+        description=_require(data, "description", str, path),
+        complexity=complexity,
+        outputs=outputs,
+        provenance=str(data.get("provenance", "")),
+        interfaces=interfaces,
+        sizes=tuple(sizes),
+        constants=dict(constants),
+        inputs=dict(inputs),
+        tolerances=tolerances,
+        blocked_symbols=tuple(blocked),
+        allowed_libraries=tuple(allowed),
+        path=str(path),
+    )
+
+
+@dataclass(frozen=True)
+class Discovery:
+    specs: tuple[TaskSpec, ...]
+    errors: tuple[SpecError, ...]
+
+
+def discover(root: Path | str) -> Discovery:
+    """Load every `*/*/spec.toml` under root; bad specs are collected, not fatal."""
+    specs, errors = [], []
+    for path in sorted(Path(root).glob("*/*/spec.toml")):
+        try:
+            specs.append(load_spec(path))
+        except SpecError as exc:
+            errors.append(exc)
+    return Discovery(tuple(specs), tuple(errors))

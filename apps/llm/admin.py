@@ -5,6 +5,7 @@ from apps.llm.models import LLMEndpoint
 
 
 class LLMEndpointForm(forms.ModelForm):
+    base_url = forms.URLField(max_length=500, assume_scheme="https", help_text="e.g. https://api.openai.com/v1")
     # Write-only: the stored key is never rendered back into the page.
     api_key = forms.CharField(
         required=False,

@@ -1,0 +1,65 @@
+# KernelWeb: `make run` brings the app up from nothing; `make test` runs every test that needs no GPU.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+QUEUES ?= kernelweb,gpu
+# PostgreSQL and Redis used by `make test` (the CI machine runs both on loopback).
+POSTGRES_TEST_URL ?= postgres://postgres@127.0.0.1:5432/kernelweb
+REDIS_TEST_URL    ?= redis://127.0.0.1:6379/15
+
+.PHONY: run install install-dev migrate test test-fast test-gpu lint format clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python manage.py sync_tasks
+	$(BIN)/python manage.py ensure_admin
+	@echo ""
+	@echo "  KernelWeb is starting at http://$(HOST):$(PORT)/  (Ctrl-C stops the web server and the worker)"
+	@echo ""
+	@trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/celery -A kernelweb worker -Q $(QUEUES) --concurrency 1 --loglevel INFO & \
+	$(BIN)/daphne -b $(HOST) -p $(PORT) kernelweb.asgi:application
+
+lint: install-dev
+	$(BIN)/ruff check .
+
+test: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not gpu"
+	@if $(BIN)/python -m tests.support.reachable "$(POSTGRES_TEST_URL)"; then \
+	  echo "== again on PostgreSQL ($(POSTGRES_TEST_URL)) =="; \
+	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser" tests/web; \
+	elif [ -n "$$CI" ]; then echo "PostgreSQL at $(POSTGRES_TEST_URL) is required in CI"; exit 1; \
+	else echo "== PostgreSQL not reachable at $(POSTGRES_TEST_URL): skipped the PostgreSQL pass =="; fi
+
+test-fast: install-dev
+	$(BIN)/python -m pytest -m "not gpu and not slow and not browser" -x -q
+
+test-gpu: install-dev
+	$(BIN)/python -m pytest -m gpu
+
+format: install-dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf var/broker var/staticfiles .pytest_cache

@@ -1,0 +1,38 @@
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.support.reachable import reachable
+
+REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+
+
+def _has_gpu() -> bool:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    return subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu = _has_gpu()
+    for item in items:
+        if "gpu" in item.keywords and not gpu:
+            item.add_marker(pytest.mark.skip(reason="no NVIDIA GPU here; run `make test-gpu` on a GPU machine"))
+
+
+@pytest.fixture
+def redis_url():
+    """The real Redis server; a missing server skips locally but fails in CI, where it must run."""
+    if not reachable(REDIS_TEST_URL):
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis is required in CI at {REDIS_TEST_URL}")
+        pytest.skip(f"Redis not reachable at {REDIS_TEST_URL}")
+    import redis
+
+    client = redis.Redis.from_url(REDIS_TEST_URL)
+    client.flushdb()
+    yield REDIS_TEST_URL
+    client.flushdb()

@@ -1,3 +1,4 @@
+from dataclasses import dataclass
 from itertools import groupby
 
 from django.db.models import QuerySet
@@ -13,14 +14,26 @@ def tasks_enabled() -> QuerySet[Task]:
     return Task.objects.filter(enabled=True)
 
 
-def operators_by_category() -> list[tuple[str, list[tuple[str, dict[str, Task]]]]]:
-    """[(category, [(operator, {precision: task})])]: FP32 and BF16 of one operator together."""
+@dataclass(frozen=True)
+class OperatorRow:
+    """One operator with its precision variants, so FP32 and BF16 show side by side."""
+
+    operator: str
+    fp32: Task | None
+    bf16: Task | None
+
+    @property
+    def any(self) -> Task:
+        return self.fp32 or self.bf16
+
+
+def operators_by_category() -> list[tuple[str, list[OperatorRow]]]:
     tasks = Task.objects.filter(enabled=True).order_by("category", "operator", "precision")
     result = []
     for category, in_category in groupby(tasks, key=lambda t: t.category):
-        operators = [
-            (operator, {t.precision: t for t in variants})
-            for operator, variants in groupby(in_category, key=lambda t: t.operator)
-        ]
-        result.append((category, operators))
+        rows = []
+        for operator, variants in groupby(in_category, key=lambda t: t.operator):
+            by_precision = {t.precision: t for t in variants}
+            rows.append(OperatorRow(operator, by_precision.get("fp32"), by_precision.get("bf16")))
+        result.append((category, rows))
     return result

@@ -23,6 +23,7 @@ class LLMEndpoint(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name = "LLM endpoint"
         constraints = [models.UniqueConstraint(fields=["owner", "name"], name="endpoint_unique_name_per_owner")]
 
     def __str__(self) -> str:

@@ -1,0 +1,57 @@
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from apps.llm.crypto import DecryptionError
+from apps.llm.models import LLMEndpoint
+
+pytestmark = pytest.mark.django_db
+
+
+def test_api_key_is_encrypted_at_rest_and_readable_back():
+    endpoint = LLMEndpoint(name="openai", base_url="https://api.example.com/v1")
+    endpoint.set_api_key("sk-secret-123")
+    endpoint.save()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT api_key_encrypted FROM llm_llmendpoint WHERE id = %s", [endpoint.pk])
+        stored = cursor.fetchone()[0]
+    assert "sk-secret-123" not in stored
+    assert LLMEndpoint.objects.get(pk=endpoint.pk).get_api_key() == "sk-secret-123"
+
+
+def test_a_key_written_with_another_secret_fails_with_advice(settings):
+    from apps.llm import crypto
+
+    endpoint = LLMEndpoint(name="x", base_url="https://a.example/v1")
+    endpoint.set_api_key("sk-1")
+    crypto._fernet.cache_clear()
+    settings.FIELD_ENCRYPTION_KEYS = ["ZmDfcTF7_60GrrY167zsiPd67pEvs0aGOv2oasOM1Pg="]
+    try:
+        with pytest.raises(DecryptionError, match="re-enter the key in the admin"):
+            endpoint.get_api_key()
+    finally:
+        crypto._fernet.cache_clear()
+
+
+def test_admin_never_echoes_the_stored_key(admin_client):
+    response = admin_client.post(
+        reverse("admin:llm_llmendpoint_add"),
+        {"name": "lab", "base_url": "https://llm.example/v1", "model_names": '["m1"]', "api_key": "sk-visible?"},
+    )
+    assert response.status_code == 302
+    endpoint = LLMEndpoint.objects.get(name="lab")
+    assert endpoint.get_api_key() == "sk-visible?"
+    page = admin_client.get(reverse("admin:llm_llmendpoint_change", args=[endpoint.pk])).content.decode()
+    assert "sk-visible?" not in page and endpoint.api_key_encrypted not in page
+
+
+def test_admin_keeps_the_key_when_the_field_is_left_empty(admin_client):
+    endpoint = LLMEndpoint(name="lab", base_url="https://llm.example/v1")
+    endpoint.set_api_key("sk-keep")
+    endpoint.save()
+    admin_client.post(
+        reverse("admin:llm_llmendpoint_change", args=[endpoint.pk]),
+        {"name": "lab2", "base_url": "https://llm.example/v1", "model_names": "[]", "api_key": ""},
+    )
+    endpoint.refresh_from_db()
+    assert (endpoint.name, endpoint.get_api_key()) == ("lab2", "sk-keep")

@@ -1,0 +1,128 @@
+"""A real KernelWeb stack in child processes: daphne + a Celery worker on a fresh SQLite
+file and the embedded file broker, for end-to-end tests. Nothing is mocked."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    base: Path
+    port: int
+    env: dict
+    processes: list = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        logs = self.base / "logs"
+        logs.mkdir(exist_ok=True)
+        out = open(logs / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
+        process = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=out, start_new_session=True)
+        self.processes.append((process, out))
+
+    def start_worker(self) -> None:
+        self._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu",
+                               "--pool", "solo", "--loglevel", "INFO"])
+
+    def start(self, *, worker: bool = True) -> None:
+        self._spawn("web", [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "kernelweb.asgi:application"])
+        if worker:
+            self.start_worker()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + "/healthz", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("web server did not come up:\n" + self.log("web"))
+
+    def stop(self) -> None:
+        for process, out in self.processes:
+            process.terminate()
+        for process, out in self.processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            out.close()
+
+    def log(self, name: str) -> str:
+        return (self.base / "logs" / f"{name}.log").read_text()
+
+    def query(self, sql: str, *params):
+        with sqlite3.connect(self.base / "var" / "kernelweb.sqlite3") as db:
+            return db.execute(sql, params).fetchall()
+
+
+def make_stack(base: Path, tasks_dir: Path, **extra_env) -> Stack:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")}
+    env.update(
+        KERNELWEB_VAR_DIR=str(base / "var"),
+        TASKS_DIR=str(tasks_dir),
+        EVENT_POLL_SECONDS="0.2",
+        DJANGO_SUPERUSER_PASSWORD="e2e-pass-123",
+        PYTHONUNBUFFERED="1",
+        **extra_env,
+    )
+    stack = Stack(base=base, port=free_port(), env=env)
+    stack.manage("migrate", "--noinput")
+    stack.manage("sync_tasks", "--strict")
+    stack.manage("createsuperuser", "--noinput", "--username", "tester", "--email", "t@example.org")
+    return stack
+
+
+class Browserless:
+    """An HTTP client with cookies and CSRF handling: logs in and submits forms like a browser."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def cookie(self, name: str) -> str:
+        return next(c.value for c in self.jar if c.name == name)
+
+    def get(self, path: str):
+        return self.opener.open(self.base_url + path, timeout=10)
+
+    def post_form(self, path: str, data: dict):
+        page = self.get(path).read().decode()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        body = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": token}).encode()
+        request = urllib.request.Request(self.base_url + path, data=body, headers={"Referer": self.base_url + path})
+        return self.opener.open(request, timeout=10)
+
+    def login(self, username: str, password: str) -> None:
+        response = self.post_form("/accounts/login/", {"username": username, "password": password})
+        assert "/accounts/login/" not in response.geturl(), "login failed"

@@ -1,0 +1,106 @@
+"""End to end in the embedded mode: a Celery worker process appends events, a websocket
+client connected to the web process gets every one of them, in order, live and on resume."""
+
+import asyncio
+import json
+import os
+import re
+import shutil
+
+import pytest
+import websockets
+
+from tests.support.specs import write_task
+from tests.support.stack import Browserless, make_stack
+
+pytestmark = pytest.mark.slow
+TERMINAL = {"run.succeeded", "run.failed", "run.cancelled"}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    base = tmp_path_factory.mktemp("stack")
+    write_task(base / "tasks", "vadd")
+    stack = make_stack(base, base / "tasks")
+    stack.start()
+    yield stack
+    stack.stop()
+
+
+def _launch(stack) -> tuple[Browserless, int]:
+    browser = Browserless(stack.url)
+    browser.login("tester", "e2e-pass-123")
+    task_id = stack.query("SELECT id FROM catalog_task WHERE operator='vadd' AND precision='fp32'")[0][0]
+    response = browser.post_form("/runs/launch/", {
+        "task": task_id, "model": "scripted", "rounds": 1, "debug_rounds": 0,
+        "profile_mode": "none", "temperature": 0,
+    })
+    run_id = int(response.geturl().rstrip("/").split("/")[-1])
+    return browser, run_id
+
+
+async def _collect(stack, browser, run_id, after=0, timeout=60):
+    uri = f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/events/?after={after}"
+    headers = {"Cookie": f"sessionid={browser.cookie('sessionid')}", "Origin": stack.url}
+    events = []
+    async with websockets.connect(uri, additional_headers=headers, open_timeout=10) as socket:
+        async with asyncio.timeout(timeout):
+            while not events or events[-1]["type"] not in TERMINAL:
+                events.append(json.loads(await socket.recv()))
+    return events
+
+
+def test_worker_events_reach_the_browser_in_order(stack):
+    browser, run_id = _launch(stack)
+    try:
+        events = asyncio.run(_collect(stack, browser, run_id))
+    except TimeoutError:
+        pytest.fail("no terminal event; worker log:\n" + stack.log("worker")[-3000:])
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1))
+    types = [e["type"] for e in events]
+    assert types[:3] == ["run.queued", "run.running", "worker.info"]
+    assert types[-1] in TERMINAL
+    worker_host = stack.query("SELECT worker_host FROM runs_run WHERE id=?", run_id)[0][0]
+    assert worker_host and events[2]["payload"]["host"] == worker_host  # written by the worker process
+    if events[2]["payload"]["gpu"] is None:
+        assert "No NVIDIA GPU on worker host" in events[-1]["payload"]["error"]
+
+
+def test_a_client_resuming_from_a_seq_gets_exactly_the_rest(stack):
+    browser, run_id = _launch(stack)
+    full = asyncio.run(_collect(stack, browser, run_id))
+    resumed = asyncio.run(_collect(stack, browser, run_id, after=2))
+    assert resumed == full[2:]
+
+
+@pytest.mark.browser
+def test_run_page_shows_the_worker_events_live_in_chromium(tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    write_task(tmp_path / "tasks", "vadd")
+    stack = make_stack(tmp_path, tmp_path / "tasks")
+    stack.start(worker=False)  # the page must be open before the worker picks the run up
+    try:
+        browser_http, run_id = _launch(stack)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            context = browser.new_context()
+            context.add_cookies([{"name": "sessionid", "value": browser_http.cookie("sessionid"), "url": stack.url}])
+            page = context.new_page()
+            page.goto(f"{stack.url}/runs/{run_id}/")
+            expect(page.locator("#run-status")).to_have_text(re.compile("queued", re.I))
+            expect(page.locator("#stream-state")).to_have_text("live")
+            stack.start_worker()
+            expect(page.locator("#run-status")).to_have_text(re.compile("failed", re.I), timeout=60_000)
+            expect(page.locator("#stream-state")).to_have_text("finished")
+            seqs = page.locator("#events li").evaluate_all("els => els.map(e => Number(e.dataset.seq))")
+            assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) >= 4
+            browser.close()
+    finally:
+        stack.stop()

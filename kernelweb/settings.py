@@ -159,7 +159,7 @@ EVENT_POLL_SECONDS = env_float("EVENT_POLL_SECONDS", 5.0 if REDIS_URL else 0.5, 
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 if not REDIS_URL:
-    for folder in ("queue", "processed"):
+    for folder in ("queue", "processed", "control"):
         (BROKER_DIR / folder).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600 + 600, minimum=60)}
@@ -168,6 +168,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),  # kombu's default is ./control in the cwd
         "store_processed": False,
     }
 )

@@ -47,7 +47,7 @@ test: install-dev
 	$(BIN)/python -m pytest -m "not gpu"
 	@if $(BIN)/python -m tests.support.reachable "$(POSTGRES_TEST_URL)"; then \
 	  echo "== again on PostgreSQL ($(POSTGRES_TEST_URL)) =="; \
-	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser" tests/web; \
+	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser and not slow" tests/web; \
 	elif [ -n "$$CI" ]; then echo "PostgreSQL at $(POSTGRES_TEST_URL) is required in CI"; exit 1; \
 	else echo "== PostgreSQL not reachable at $(POSTGRES_TEST_URL): skipped the PostgreSQL pass =="; fi
 

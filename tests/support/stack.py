@@ -93,8 +93,9 @@ def make_stack(base: Path, tasks_dir: Path, **extra_env) -> Stack:
         EVENT_POLL_SECONDS="0.2",
         DJANGO_SUPERUSER_PASSWORD="e2e-pass-123",
         PYTHONUNBUFFERED="1",
-        **extra_env,
+        CHANNELS_PREFIX=f"kw-test-{base.name}",
     )
+    env.update(extra_env)
     stack = Stack(base=base, port=free_port(), env=env)
     stack.manage("migrate", "--noinput")
     stack.manage("sync_tasks", "--strict")

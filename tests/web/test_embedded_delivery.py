@@ -1,5 +1,5 @@
-"""End to end in the embedded mode: a Celery worker process appends events, a websocket
-client connected to the web process gets every one of them, in order, live and on resume."""
+"""End to end, in the embedded mode and with Redis: a Celery worker process appends events, a
+websocket client connected to the web process gets every one of them, in order, live and on resume."""
 
 import asyncio
 import json
@@ -10,6 +10,8 @@ import shutil
 import pytest
 import websockets
 
+from tests.conftest import REDIS_TEST_URL
+from tests.support.reachable import reachable
 from tests.support.specs import write_task
 from tests.support.stack import Browserless, make_stack
 
@@ -17,11 +19,22 @@ pytestmark = pytest.mark.slow
 TERMINAL = {"run.succeeded", "run.failed", "run.cancelled"}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    base = tmp_path_factory.mktemp("stack")
+@pytest.fixture(scope="module", params=["embedded", "redis"])
+def stack(request, tmp_path_factory):
+    extra = {}
+    if request.param == "redis":
+        if not reachable(REDIS_TEST_URL):
+            if os.environ.get("CI"):
+                pytest.fail(f"Redis is required in CI at {REDIS_TEST_URL}")
+            pytest.skip(f"Redis not reachable at {REDIS_TEST_URL}")
+        import redis
+
+        redis.Redis.from_url(REDIS_TEST_URL).flushdb()  # no stale Celery messages from earlier runs
+        # Slow DB tail: with Redis, live delivery must come through the layer.
+        extra = {"REDIS_URL": REDIS_TEST_URL, "EVENT_POLL_SECONDS": "30"}
+    base = tmp_path_factory.mktemp(f"stack-{request.param}")
     write_task(base / "tasks", "vadd")
-    stack = make_stack(base, base / "tasks")
+    stack = make_stack(base, base / "tasks", **extra)
     stack.start()
     yield stack
     stack.stop()

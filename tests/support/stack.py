@@ -68,7 +68,7 @@ class Stack:
         raise RuntimeError("web server did not come up:\n" + self.log("web"))
 
     def stop(self) -> None:
-        for process, out in self.processes:
+        for process, _ in self.processes:
             process.terminate()
         for process, out in self.processes:
             try:

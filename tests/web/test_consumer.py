@@ -109,7 +109,9 @@ async def test_streams_live_events_through_the_layer(layer, slow_poll, make_run,
     for i in range(3):
         await database_sync_to_async(event_append)(run.pk, "live", {"i": i})
     events = [await communicator.receive_json_from(timeout=5) for _ in range(3)]
-    assert [(e["seq"], e["type"], e["payload"]["i"]) for e in events] == [(2, "live", 0), (3, "live", 1), (4, "live", 2)]
+    assert [(e["seq"], e["type"], e["payload"]["i"]) for e in events] == [
+        (2, "live", 0), (3, "live", 1), (4, "live", 2)
+    ]
     await communicator.disconnect()
 
 

@@ -1,0 +1,1343 @@
+// kw_harness.cuh: the one shared KernelWeb harness (protocol in docs/task-format.md).
+//
+// A task's harness.cu declares its entry point with KW_ENTRY, writes three small
+// functions and ends with KW_MAIN:
+//
+//   setup(kw::Case&)                  inputs for one size (seeded) and the outputs
+//   launch(kw::Case&, kw::Impl)       calls the baseline or the candidate entry point
+//   reference(kw::Case&, kw::Reference&)  the CPU answer, one ref.expect() per output
+//
+// Everything else lives here so that every task measures the same way: argument
+// parsing, the seeded RNG, typed device buffers with guard zones, restoring inputs
+// and poisoning outputs before each call, checking inputs and guards after it, the
+// tolerance comparison, the timing loop with L2 flush, and the JSON result, which is
+// written only to --out (stdout and stderr belong to the kernels).
+//
+// The same harness.cu is compiled twice: plain for FP32, with -DKW_BF16 for BF16.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ----------------------------------------------------------------------------------
+// Precision and entry-point naming
+// ----------------------------------------------------------------------------------
+
+namespace kw {
+#ifdef KW_BF16
+using elem_t = __nv_bfloat16;
+constexpr const char* kPrecision = "bf16";
+constexpr double kDefaultAtol = 1e-2, kDefaultRtol = 1e-2;
+#else
+using elem_t = float;
+constexpr const char* kPrecision = "fp32";
+constexpr double kDefaultAtol = 1e-4, kDefaultRtol = 1e-4;
+#endif
+
+enum class Impl { baseline, candidate };
+enum class Mode { validate, check, time, profile };
+}  // namespace kw
+
+#define KW_CAT_(a, b) a##b
+#define KW_CAT(a, b) KW_CAT_(a, b)
+#define KW_STR_(a) #a
+#define KW_STR(a) KW_STR_(a)
+#ifdef KW_BF16
+#define KW_BASE_NAME(op) KW_CAT(op, _bf16)
+#else
+#define KW_BASE_NAME(op) op
+#endif
+#define KW_CAND_NAME(op) KW_CAT(KW_BASE_NAME(op), _optimized)
+
+// KW_ENTRY(vector_add, const kw::elem_t* A, const kw::elem_t* B, kw::elem_t* C, int N);
+// declares vector_add / vector_add_bf16 (the baseline) and their _optimized twins.
+// The candidate is a weak reference: the harness links without one, and then its
+// address is null, which --impl candidate reports as a JSON error.
+#define KW_ENTRY(op, ...)                                                            \
+  extern "C" void KW_BASE_NAME(op)(__VA_ARGS__);                                     \
+  extern "C" __attribute__((weak)) void KW_CAND_NAME(op)(__VA_ARGS__);               \
+  using kw_entry_fn = void(__VA_ARGS__);                                             \
+  static kw_entry_fn* kw_entry(kw::Impl impl) {                                      \
+    return impl == kw::Impl::candidate ? &KW_CAND_NAME(op) : &KW_BASE_NAME(op);      \
+  }                                                                                  \
+  static const char* const kw_entry_name = KW_STR(KW_BASE_NAME(op))
+
+namespace kw {
+
+// ----------------------------------------------------------------------------------
+// Errors: every failure is a (kind, message) pair that ends up in the JSON `error`
+// ----------------------------------------------------------------------------------
+
+struct Failure {
+  std::string kind;     // bad_args | no_device | no_candidate | cuda_error | baseline_failed | harness_error
+  std::string message;
+  std::string code;     // cudaGetErrorName() for cuda_error, else empty
+};
+
+[[noreturn]] inline void fail(const std::string& kind, const std::string& message) {
+  throw Failure{kind, message, ""};
+}
+
+inline void cuda_check(cudaError_t err, const std::string& what) {
+  if (err != cudaSuccess) {
+    throw Failure{"cuda_error", what + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")",
+                  cudaGetErrorName(err)};
+  }
+}
+
+// ----------------------------------------------------------------------------------
+// Element types and conversions (host side; bf16 by bit manipulation, so the host
+// code does not depend on which cuda_bf16 helpers are host-callable)
+// ----------------------------------------------------------------------------------
+
+enum class Type { f32, bf16, i32 };
+
+template <class T> struct TypeOf;
+template <> struct TypeOf<float> { static constexpr Type value = Type::f32; };
+template <> struct TypeOf<__nv_bfloat16> { static constexpr Type value = Type::bf16; };
+template <> struct TypeOf<int> { static constexpr Type value = Type::i32; };
+
+inline const char* type_name(Type t) {
+  return t == Type::f32 ? "float" : t == Type::bf16 ? "__nv_bfloat16" : "int";
+}
+inline size_t type_size(Type t) { return t == Type::bf16 ? 2 : 4; }
+
+inline float bf16_bits_to_float(uint16_t bits) {
+  const uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+inline uint16_t float_to_bf16_bits(float f) {  // round to nearest even, NaN stays NaN
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+inline double to_double(float v) { return v; }
+inline double to_double(int v) { return v; }
+inline double to_double(__nv_bfloat16 v) { return bf16_bits_to_float(__nv_bfloat16_raw(v).x); }
+
+// Reads element i of a raw array of type t as a double (exact for all three types).
+inline double read_element(Type t, const unsigned char* base, size_t i) {
+  if (t == Type::f32) {
+    float v;
+    std::memcpy(&v, base + 4 * i, 4);
+    return v;
+  }
+  if (t == Type::i32) {
+    int32_t v;
+    std::memcpy(&v, base + 4 * i, 4);
+    return v;
+  }
+  uint16_t v;
+  std::memcpy(&v, base + 2 * i, 2);
+  return bf16_bits_to_float(v);
+}
+
+inline void write_element(Type t, unsigned char* base, size_t i, double value) {
+  if (t == Type::f32) {
+    const float v = float(value);
+    std::memcpy(base + 4 * i, &v, 4);
+  } else if (t == Type::i32) {
+    const int32_t v = int32_t(std::llround(value));
+    std::memcpy(base + 4 * i, &v, 4);
+  } else {
+    const uint16_t v = float_to_bf16_bits(float(value));
+    std::memcpy(base + 2 * i, &v, 2);
+  }
+}
+
+// ----------------------------------------------------------------------------------
+// Seeded RNG: xoshiro256** seeded through splitmix64. Each buffer gets its own
+// stream derived from (seed, buffer name), so adding a buffer to a task does not
+// change the data of the others.
+// ----------------------------------------------------------------------------------
+
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+inline uint64_t stream_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the name, then mixed with the seed
+  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+  uint64_t state = seed ^ h;
+  return splitmix64(state);
+}
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    uint64_t state = seed;
+    for (auto& word : s_) word = splitmix64(state);
+  }
+
+  uint64_t next() {
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+
+  double uniform01() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform01(); }
+
+  double normal(double mean, double stddev) {  // Box-Muller; 1 - u keeps log() finite
+    const double u1 = 1.0 - uniform01(), u2 = uniform01();
+    return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+  uint64_t below(uint64_t n) {  // uniform in [0, n), unbiased by rejection
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do x = next(); while (x >= limit);
+    return x % n;
+  }
+
+  int64_t randint(int64_t lo, int64_t hi) { return lo + int64_t(below(uint64_t(hi - lo) + 1)); }  // inclusive
+
+  template <class T> void shuffle(std::vector<T>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[below(i)]);
+  }
+
+ private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+// ----------------------------------------------------------------------------------
+// Command line
+// ----------------------------------------------------------------------------------
+
+using Params = std::vector<std::pair<std::string, double>>;  // in the order given
+
+struct Options {
+  Mode mode = Mode::validate;
+  Impl impl = Impl::baseline;
+  std::vector<Params> sizes;
+  Params constants;
+  int seeds = 3;
+  uint64_t seed_base = 20251122;
+  int warmup = 3;
+  int iters = 50;
+  long long l2_flush_bytes = -1;  // -1: 2x the device's L2
+  double atol = kDefaultAtol, rtol = kDefaultRtol;
+  std::string out;
+};
+
+inline const char* mode_name(Mode m) {
+  return m == Mode::validate ? "validate" : m == Mode::check ? "check" : m == Mode::time ? "time" : "profile";
+}
+inline const char* impl_name(Impl i) { return i == Impl::baseline ? "baseline" : "candidate"; }
+
+inline bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+}
+
+inline double parse_number(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v)) fail("bad_args", flag + ": '" + text + "' is not a number");
+  return v;
+}
+
+inline long long parse_integer(const std::string& flag, const std::string& text, long long lo) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < lo) {
+    fail("bad_args", flag + ": '" + text + "' is not an integer >= " + std::to_string(lo));
+  }
+  return v;
+}
+
+// 'N=1024,K=4096' -> {{"N", 1024}, {"K", 4096}}, appended to `into`
+inline void parse_assignments(const std::string& flag, const std::string& text, Params& into) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) fail("bad_args", flag + ": '" + item + "' is not name=value");
+    const std::string name = item.substr(0, eq);
+    if (!is_identifier(name)) fail("bad_args", flag + ": '" + name + "' is not a parameter name");
+    for (const auto& p : into) {
+      if (p.first == name) fail("bad_args", flag + ": '" + name + "' is given twice");
+    }
+    into.emplace_back(name, parse_number(flag + " " + name, item.substr(eq + 1)));
+    start = comma + 1;
+  }
+}
+
+// Finds --out early, so that even a bad command line can be answered in JSON.
+inline std::string find_out(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) return argv[i + 1];
+    if (a.rfind("--out=", 0) == 0) return a.substr(6);
+  }
+  return "";
+}
+
+inline Options parse_options(int argc, char** argv) {
+  Options o;
+  bool have_mode = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    const size_t eq = flag.find('=');
+    if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (flag.rfind("--", 0) == 0) {
+      if (i + 1 >= argc) fail("bad_args", flag + " needs a value");
+      value = argv[++i];
+    } else {
+      fail("bad_args", "unexpected argument '" + flag + "'");
+    }
+    if (flag == "--mode") {
+      have_mode = true;
+      if (value == "validate") o.mode = Mode::validate;
+      else if (value == "check") o.mode = Mode::check;
+      else if (value == "time") o.mode = Mode::time;
+      else if (value == "profile") o.mode = Mode::profile;
+      else fail("bad_args", "--mode must be validate, check, time or profile, not '" + value + "'");
+    } else if (flag == "--impl") {
+      if (value == "baseline") o.impl = Impl::baseline;
+      else if (value == "candidate") o.impl = Impl::candidate;
+      else fail("bad_args", "--impl must be baseline or candidate, not '" + value + "'");
+    } else if (flag == "--size") {
+      o.sizes.emplace_back();
+      parse_assignments(flag, value, o.sizes.back());
+    } else if (flag == "--const") {
+      parse_assignments(flag, value, o.constants);
+    } else if (flag == "--seeds") {
+      o.seeds = int(parse_integer(flag, value, 1));
+    } else if (flag == "--seed-base") {
+      o.seed_base = uint64_t(parse_integer(flag, value, 0));
+    } else if (flag == "--warmup") {
+      o.warmup = int(parse_integer(flag, value, 0));
+    } else if (flag == "--iters") {
+      o.iters = int(parse_integer(flag, value, 1));
+    } else if (flag == "--l2-flush-bytes") {
+      o.l2_flush_bytes = parse_integer(flag, value, 0);
+    } else if (flag == "--atol") {
+      o.atol = parse_number(flag, value);
+    } else if (flag == "--rtol") {
+      o.rtol = parse_number(flag, value);
+    } else if (flag == "--out") {
+      o.out = value;
+    } else {
+      fail("bad_args", "unknown option '" + flag + "'");
+    }
+  }
+  if (!have_mode) fail("bad_args", "--mode is required");
+  if (o.sizes.empty()) fail("bad_args", "at least one --size is required");
+  if (o.out.empty()) fail("bad_args", "--out is required");
+  if (o.atol < 0 || o.rtol < 0) fail("bad_args", "--atol and --rtol must be >= 0");
+  return o;
+}
+
+// ----------------------------------------------------------------------------------
+// Buffers: one per pointer parameter. The device allocation has a guard zone on
+// each side (filled with kGuardByte) so that small out-of-bounds writes, which
+// never fault on a GPU, are still caught. Inputs keep a pristine host copy (pinned,
+// so restoring before every timed call is quick).
+// ----------------------------------------------------------------------------------
+
+enum class Role { input, output, inout };
+
+constexpr size_t kGuardBytes = 64 * 1024;
+constexpr unsigned char kGuardByte = 0x5a;
+constexpr unsigned char kPoisonByte = 0xff;  // NaN for float and bf16, -1 for int
+
+class Buffer {
+ public:
+  Buffer(std::string name, Role role, Type type, size_t count, uint64_t seed)
+      : name_(std::move(name)), role_(role), type_(type), count_(count), rng_(stream_seed(seed, name_)) {
+    const size_t total = bytes() + 2 * kGuardBytes;
+    cuda_check(cudaMalloc(&dev_base_, total), "allocate device buffer " + name_);
+    cuda_check(cudaMemset(dev_base_, kGuardByte, total), "fill guard zones of " + name_);
+    if (role_ != Role::output) {
+      cuda_check(cudaMallocHost(&host_, std::max<size_t>(bytes(), 1)), "allocate pinned host copy of " + name_);
+      std::memset(host_, 0, bytes());
+    }
+  }
+  ~Buffer() {  // errors ignored: this may run while unwinding from a sticky CUDA error
+    if (dev_base_) cudaFree(dev_base_);
+    if (host_) cudaFreeHost(host_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  const std::string& name() const { return name_; }
+  Role role() const { return role_; }
+  Type type() const { return type_; }
+  size_t count() const { return count_; }
+  size_t bytes() const { return count_ * type_size(type_); }
+  void* dev() const { return dev_base_ + kGuardBytes; }
+  unsigned char* host() const { return static_cast<unsigned char*>(host_); }
+  Rng& rng() { return rng_; }
+  std::vector<unsigned char>& result() { return result_; }  // outputs after fetch
+  const std::vector<unsigned char>& result() const { return result_; }
+
+  // ---- fills of the pristine copy (inputs and inouts)
+  Buffer& fill(const std::function<double(size_t)>& value) {
+    unsigned char* h = writable_host();
+    for (size_t i = 0; i < count_; ++i) write_element(type_, h, i, value(i));
+    return *this;
+  }
+  Buffer& uniform(double lo, double hi) {
+    return fill([&](size_t) { return rng_.uniform(lo, hi); });
+  }
+  Buffer& normal(double mean, double stddev) {
+    return fill([&](size_t) { return rng_.normal(mean, stddev); });
+  }
+  Buffer& randint(long long lo, long long hi) {
+    return fill([&](size_t) { return double(rng_.randint(lo, hi)); });
+  }
+  Buffer& constant(double value) {
+    return fill([&](size_t) { return value; });
+  }
+  // Positive values summing to 1 (after rounding to the element type, up to rounding).
+  Buffer& probabilities() {
+    std::vector<double> v(count_);
+    double sum = 0;
+    for (auto& x : v) sum += (x = rng_.uniform(0.01, 1.0));
+    return fill([&](size_t i) { return v[i] / sum; });
+  }
+  Buffer& distinct();  // defined below: values that are pairwise different (see there)
+
+  template <class T> Buffer& set(const std::vector<T>& values) {
+    if (TypeOf<T>::value != type_ || values.size() != count_) {
+      fail("harness_error", "set(" + name_ + "): expected " + std::to_string(count_) + " values of type " +
+                                type_name(type_));
+    }
+    std::memcpy(writable_host(), values.data(), bytes());
+    return *this;
+  }
+
+ private:
+  unsigned char* writable_host() {
+    if (role_ == Role::output) fail("harness_error", "output buffer " + name_ + " cannot be filled");
+    return host();
+  }
+
+  std::string name_;
+  Role role_;
+  Type type_;
+  size_t count_;
+  Rng rng_;
+  unsigned char* dev_base_ = nullptr;
+  void* host_ = nullptr;
+  std::vector<unsigned char> result_;
+};
+
+// Distinct values, so that order-dependent outputs (top-k) have one right answer.
+//   float: uniform(-1, 1), redrawn until no two compare equal;
+//   int:   a random permutation of 0..count-1;
+//   bf16:  bf16 has only ~65k finite values, fewer than N = 65536, so values come from
+//          the 32768 bf16 numbers with 2^-64 <= |x| < 2^64 (no zeros, no subnormals),
+//          shuffled; they are distinct while count <= 32768, and beyond that every
+//          value appears at most ceil(count / 32768) times (a task must then define
+//          how ties are ordered, e.g. by index).
+inline Buffer& Buffer::distinct() {
+  unsigned char* h = writable_host();
+  if (type_ == Type::i32) {
+    std::vector<int> v(count_);
+    for (size_t i = 0; i < count_; ++i) v[i] = int(i);
+    rng_.shuffle(v);
+    std::memcpy(h, v.data(), bytes());
+  } else if (type_ == Type::f32) {
+    std::vector<float> v(count_);
+    for (auto& x : v) x = float(rng_.uniform(-1.0, 1.0));
+    for (bool again = true; again;) {
+      std::vector<size_t> order(count_);
+      for (size_t i = 0; i < count_; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+      again = false;
+      for (size_t i = 1; i < count_; ++i) {
+        if (v[order[i]] == v[order[i - 1]]) {  // == also catches -0 vs +0
+          v[order[i]] = float(rng_.uniform(-1.0, 1.0));
+          again = true;
+        }
+      }
+    }
+    std::memcpy(h, v.data(), bytes());
+  } else {
+    std::vector<uint16_t> pool;
+    for (uint16_t sign = 0; sign < 2; ++sign)
+      for (uint16_t exponent = 127 - 64; exponent < 127 + 64; ++exponent)
+        for (uint16_t mantissa = 0; mantissa < 128; ++mantissa)
+          pool.push_back(uint16_t((sign << 15) | (exponent << 7) | mantissa));
+    std::vector<uint16_t> v;
+    while (v.size() < count_) {
+      rng_.shuffle(pool);
+      v.insert(v.end(), pool.begin(), pool.begin() + std::min(pool.size(), count_ - v.size()));
+    }
+    std::memcpy(h, v.data(), bytes());
+  }
+  return *this;
+}
+
+// ----------------------------------------------------------------------------------
+// Data helpers for task setups
+// ----------------------------------------------------------------------------------
+
+// A random CSR pattern with exactly round(rows * cols * density) nonzeros at
+// uniformly chosen positions (selection sampling over the row-major positions, so
+// row offsets are monotone and the column indices of each row sorted and in range).
+struct Csr {
+  std::vector<int> row_offsets;  // rows + 1
+  std::vector<int> col_indices;  // nnz
+  size_t nnz() const { return col_indices.size(); }
+};
+
+inline Csr random_csr(Rng& rng, int rows, int cols, double density) {
+  const uint64_t total = uint64_t(rows) * uint64_t(cols);
+  const uint64_t want = std::min<uint64_t>(total, uint64_t(std::llround(double(total) * density)));
+  Csr csr;
+  csr.row_offsets.assign(size_t(rows) + 1, 0);
+  csr.col_indices.reserve(want);
+  uint64_t chosen = 0;
+  for (uint64_t t = 0; t < total && chosen < want; ++t) {
+    if (double(total - t) * rng.uniform01() < double(want - chosen)) {  // Knuth's algorithm S
+      csr.col_indices.push_back(int(t % uint64_t(cols)));
+      ++csr.row_offsets[size_t(t / uint64_t(cols)) + 1];
+      ++chosen;
+    }
+  }
+  for (int r = 0; r < rows; ++r) csr.row_offsets[r + 1] += csr.row_offsets[r];
+  return csr;
+}
+
+// ----------------------------------------------------------------------------------
+// Case: one size and one seed. Owns the buffers; freeing the Case frees the device
+// memory, so sizes of hundreds of MB do not pile up.
+// ----------------------------------------------------------------------------------
+
+class Case {
+ public:
+  Case(const Params& size, const Params& constants, uint64_t seed)
+      : size_(size), constants_(constants), seed_(seed) {}
+
+  uint64_t seed() const { return seed_; }
+
+  // An RNG stream of its own for data that is not one buffer (e.g. a sparsity pattern).
+  Rng rng(const std::string& purpose) const { return Rng(stream_seed(seed_, purpose)); }
+
+  double param(const std::string& name) const { return lookup(size_, name, "size parameter"); }
+  double constant(const std::string& name) const { return lookup(constants_, name, "constant (--const)"); }
+
+  // A size parameter that must be a whole number in int range (interfaces take int).
+  int iparam(const std::string& name) const {
+    const double v = param(name);
+    if (v != std::floor(v) || v < 0 || v > 2147483647.0) {
+      fail("bad_args", "size parameter " + name + " = " + std::to_string(v) + " is not a non-negative int");
+    }
+    return int(v);
+  }
+
+  template <class T> Buffer& input(const std::string& name, size_t count) { return add<T>(name, Role::input, count); }
+  template <class T> Buffer& output(const std::string& name, size_t count) { return add<T>(name, Role::output, count); }
+  template <class T> Buffer& inout(const std::string& name, size_t count) { return add<T>(name, Role::inout, count); }
+
+  Buffer& buffer(const std::string& name) const {
+    for (const auto& b : buffers_) {
+      if (b->name() == name) return *b;
+    }
+    fail("harness_error", "no buffer named '" + name + "'");
+  }
+
+  template <class T> T* dev(const std::string& name) const { return static_cast<T*>(typed(name, TypeOf<T>::value).dev()); }
+
+  // The pristine input values, for the CPU reference.
+  template <class T> const T* host(const std::string& name) const {
+    const Buffer& b = typed(name, TypeOf<T>::value);
+    if (b.role() == Role::output) fail("harness_error", "host(" + name + "): outputs have no pristine copy");
+    return reinterpret_cast<const T*>(b.host());
+  }
+
+  const std::vector<std::unique_ptr<Buffer>>& buffers() const { return buffers_; }
+
+  // ---- protocol steps, used by the driver
+
+  // Inputs from the pristine copy, outputs poisoned, so every call starts the same
+  // way and an output the call does not write reads back as NaN (-1 for int).
+  void prepare() {
+    for (const auto& b : buffers_) {
+      if (b->role() == Role::output) {
+        cuda_check(cudaMemset(b->dev(), kPoisonByte, b->bytes()), "poison output " + b->name());
+      } else {
+        cuda_check(cudaMemcpy(b->dev(), b->host(), b->bytes(), cudaMemcpyHostToDevice), "restore input " + b->name());
+      }
+    }
+    cuda_check(cudaDeviceSynchronize(), "synchronize after restoring inputs");
+  }
+
+  // Name of the first pure input whose device contents differ from the pristine copy.
+  std::string changed_input() {
+    for (const auto& b : buffers_) {
+      if (b->role() != Role::input) continue;
+      scratch_.resize(b->bytes());
+      cuda_check(cudaMemcpy(scratch_.data(), b->dev(), b->bytes(), cudaMemcpyDeviceToHost), "read back input " + b->name());
+      if (b->bytes() && std::memcmp(scratch_.data(), b->host(), b->bytes()) != 0) return b->name();
+    }
+    return "";
+  }
+
+  // Describes the first guard-zone byte that changed, or "" when all are intact.
+  std::string guard_violation() {
+    std::vector<unsigned char> guard(kGuardBytes);
+    for (const auto& b : buffers_) {
+      const unsigned char* data = static_cast<const unsigned char*>(b->dev());
+      const unsigned char* zones[2] = {data - kGuardBytes, data + b->bytes()};
+      for (int z = 0; z < 2; ++z) {
+        cuda_check(cudaMemcpy(guard.data(), zones[z], kGuardBytes, cudaMemcpyDeviceToHost), "read guard of " + b->name());
+        for (size_t i = 0; i < kGuardBytes; ++i) {
+          if (guard[i] == kGuardByte) continue;
+          const long long offset = z == 0 ? -(long long)(kGuardBytes - i) : (long long)i;
+          return "write " + std::string(z == 0 ? "before the start" : "past the end") + " of " + b->name() +
+                 " (byte offset " + std::to_string(offset) + (z == 0 ? "" : " after the last element") + ")";
+        }
+      }
+    }
+    return "";
+  }
+
+  void fetch_outputs() {
+    for (const auto& b : buffers_) {
+      if (b->role() == Role::input) continue;
+      b->result().resize(b->bytes());
+      cuda_check(cudaMemcpy(b->result().data(), b->dev(), b->bytes(), cudaMemcpyDeviceToHost), "read output " + b->name());
+    }
+  }
+
+ private:
+  static double lookup(const Params& params, const std::string& name, const char* what) {
+    for (const auto& p : params) {
+      if (p.first == name) return p.second;
+    }
+    fail("bad_args", std::string(what) + " '" + name + "' was not given");
+  }
+
+  template <class T> Buffer& add(const std::string& name, Role role, size_t count) {
+    for (const auto& b : buffers_) {
+      if (b->name() == name) fail("harness_error", "buffer '" + name + "' declared twice");
+    }
+    buffers_.push_back(std::make_unique<Buffer>(name, role, TypeOf<T>::value, count, seed_));
+    return *buffers_.back();
+  }
+
+  const Buffer& typed(const std::string& name, Type want) const {
+    const Buffer& b = buffer(name);
+    if (b.type() != want) {
+      fail("harness_error", "buffer '" + name + "' holds " + type_name(b.type()) + ", not " + type_name(want));
+    }
+    return b;
+  }
+
+  Params size_, constants_;
+  uint64_t seed_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<unsigned char> scratch_;
+};
+
+// ----------------------------------------------------------------------------------
+// Comparison: |got - expected| <= atol + rtol * |expected|, NaN never passes; int
+// outputs must match exactly. Keeps the first mismatch and error statistics.
+// ----------------------------------------------------------------------------------
+
+struct Mismatch {
+  uint64_t seed = 0;
+  std::string output;
+  size_t index = 0;
+  double expected = 0, got = 0, abs_err = 0;
+  size_t mismatches = 0, total = 0;
+};
+
+struct Tally {  // per size, over seeds and outputs
+  std::optional<Mismatch> first;
+  size_t checked = 0, total = 0;
+  bool sampled = false;
+  bool nonfinite = false;  // some compared value was NaN/inf: the error maxima are reported as "nan"
+  double max_abs_err = 0, max_rel_err = 0;
+};
+
+inline bool within(double expected, double got, double atol, double rtol) {
+  if (got == expected) return true;  // also equal infinities
+  return std::fabs(got - expected) <= atol + rtol * std::fabs(expected);  // false for NaN
+}
+
+// Compares output `out` at `indices` (all elements when null) against expected(i).
+inline void compare_output(const Buffer& out, const std::vector<size_t>* indices,
+                           const std::function<double(size_t)>& expected, double atol, double rtol, uint64_t seed,
+                           Tally& tally) {
+  const bool exact = out.type() == Type::i32;
+  const size_t n = indices ? indices->size() : out.count();
+  Mismatch m;
+  bool failed = false;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = indices ? (*indices)[k] : k;
+    const double e = expected(i), g = read_element(out.type(), out.result().data(), i);
+    const double err = std::fabs(g - e);
+    const bool ok = exact ? g == e : within(e, g, atol, rtol);
+    if (std::isfinite(err)) {
+      tally.max_abs_err = std::max(tally.max_abs_err, err);
+      if (e != 0) tally.max_rel_err = std::max(tally.max_rel_err, err / std::fabs(e));
+    } else if (e != g) {
+      tally.nonfinite = true;
+    }
+    if (ok) continue;
+    if (!failed) {
+      failed = true;
+      m.index = i;
+      m.expected = e;
+      m.got = g;
+      m.abs_err = err;
+    }
+    ++m.mismatches;
+  }
+  tally.checked += n;
+  tally.total += out.count();
+  if (failed && !tally.first) {
+    m.seed = seed;
+    m.output = out.name();
+    m.total = n;
+    tally.first = m;
+  }
+}
+
+// ----------------------------------------------------------------------------------
+// Reference: how a task's CPU reference reports its answer (validate mode).
+//   ref.expect("C", cost, [&](size_t i) { return exact value of C[i]; });
+// `cost` is the CPU work per element; when count * cost exceeds kFullCheckOps the
+// output is checked at a deterministic sample of indices (first and last 256, the
+// rest drawn from the seed) sized to about kSampleOps of work.
+// ----------------------------------------------------------------------------------
+
+constexpr double kFullCheckOps = 2e9;
+constexpr double kSampleOps = 1e8;
+constexpr size_t kMinSample = 4096;
+
+class Reference {
+ public:
+  Reference(Case& c, double atol, double rtol, Tally& tally) : case_(c), atol_(atol), rtol_(rtol), tally_(tally) {}
+
+  void expect(const std::string& output, double cost, const std::function<double(size_t)>& value) {
+    Buffer& b = case_.buffer(output);
+    if (b.role() == Role::input) fail("harness_error", "expect(" + output + "): not an output");
+    if (std::find(done_.begin(), done_.end(), output) != done_.end()) {
+      fail("harness_error", "expect(" + output + ") called twice");
+    }
+    done_.push_back(output);
+    const size_t n = b.count();
+    if (double(n) * std::max(cost, 1.0) <= kFullCheckOps) {
+      compare_output(b, nullptr, value, atol_, rtol_, case_.seed(), tally_);
+      return;
+    }
+    const std::vector<size_t> indices = sample(n, cost);
+    tally_.sampled = true;
+    compare_output(b, &indices, value, atol_, rtol_, case_.seed(), tally_);
+  }
+
+  // Every output must have been expected: a task bug otherwise, not a candidate's.
+  void finish() const {
+    for (const auto& b : case_.buffers()) {
+      if (b->role() != Role::input && std::find(done_.begin(), done_.end(), b->name()) == done_.end()) {
+        fail("harness_error", "the reference gives no expected values for output " + b->name());
+      }
+    }
+  }
+
+ private:
+  std::vector<size_t> sample(size_t n, double cost) const {
+    const size_t want = std::min(n, std::max(kMinSample, size_t(kSampleOps / cost)));
+    Rng rng(stream_seed(case_.seed(), "sample"));
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < std::min<size_t>(256, n); ++i) {
+      idx.push_back(i);
+      idx.push_back(n - 1 - i);
+    }
+    while (idx.size() < want) idx.push_back(size_t(rng.below(n)));
+    std::sort(idx.begin(), idx.end());
+    idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+    return idx;
+  }
+
+  Case& case_;
+  double atol_, rtol_;
+  Tally& tally_;
+  std::vector<std::string> done_;
+};
+
+// ----------------------------------------------------------------------------------
+// JSON: a small writer (commas handled here), and the report it serializes.
+// Non-finite numbers are written as the strings "nan", "inf", "-inf".
+// ----------------------------------------------------------------------------------
+
+class Json {
+ public:
+  Json& open_object() { return open('{'); }
+  Json& close_object() { return close('}'); }
+  Json& open_array() { return open('['); }
+  Json& close_array() { return close(']'); }
+  Json& key(const std::string& k) {
+    separate();
+    quote(k);
+    out_ += ':';
+    after_key_ = true;
+    return *this;
+  }
+  Json& str(const std::string& s) {
+    separate();
+    quote(s);
+    return *this;
+  }
+  Json& num(double v) {
+    separate();
+    char buf[40];
+    if (std::isnan(v)) return raw("\"nan\"");
+    if (std::isinf(v)) return raw(v > 0 ? "\"inf\"" : "\"-inf\"");
+    if (v == std::floor(v) && std::fabs(v) < 1e15) {
+      std::snprintf(buf, sizeof buf, "%.0f", v);
+    } else {
+      for (int digits = 15; digits <= 17; ++digits) {  // shortest of these that reads back exactly
+        std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (std::strtod(buf, nullptr) == v) break;
+      }
+    }
+    return raw(buf);
+  }
+  Json& integer(long long v) {
+    separate();
+    return raw(std::to_string(v));
+  }
+  Json& boolean(bool b) {
+    separate();
+    return raw(b ? "true" : "false");
+  }
+  Json& null() {
+    separate();
+    return raw("null");
+  }
+  Json& optional_bool(const std::optional<bool>& b) { return b ? boolean(*b) : null(); }
+  const std::string& text() const { return out_; }
+
+ private:
+  Json& open(char c) {
+    separate();
+    out_ += c;
+    first_.push_back(true);
+    return *this;
+  }
+  Json& close(char c) {
+    out_ += c;
+    first_.pop_back();
+    return *this;
+  }
+  Json& raw(const std::string& s) {
+    out_ += s;
+    return *this;
+  }
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) out_ += ',';
+      first_.back() = false;
+    }
+  }
+  void quote(const std::string& s) {
+    out_ += '"';
+    for (unsigned char c : s) {
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += char(c);
+      } else if (c == '\n') {
+        out_ += "\\n";
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out_ += buf;
+      } else {
+        out_ += char(c);
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string out_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+struct TimingSamples {
+  std::vector<double> device_ms, host_ms;
+};
+
+struct SizeRecord {
+  size_t index = 0;
+  Params params;
+  std::optional<bool> correct, inputs_unchanged;
+  std::string changed_input;   // first input found modified
+  std::string out_of_bounds;   // guard-zone violation, "" if none
+  std::vector<uint64_t> seeds;
+  Tally tally;
+  bool compared = false;       // validate/check: a tally exists
+  std::optional<TimingSamples> timing;
+};
+
+struct DeviceInfo {
+  std::string name, cc;
+  int sm_count = 0;
+  long long l2_bytes = 0, memory_bytes = 0;
+};
+
+struct ErrorRecord {
+  Failure failure;
+  std::optional<size_t> size_index;
+  std::optional<uint64_t> seed;
+  std::string phase;
+};
+
+inline double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / double(v.size());
+}
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+class Report {
+ public:
+  Report(const Options& o, const char* entry) : opt_(o), entry_(entry) {}
+
+  std::optional<DeviceInfo> device;
+  long long l2_flush_bytes = 0;
+  std::vector<SizeRecord> sizes;
+  std::optional<ErrorRecord> error;
+
+  // Written before each risky step with an "incomplete" error naming the step, and
+  // again at the end; a process that is killed or crashes leaves the last checkpoint.
+  void checkpoint(size_t size_index, uint64_t seed, const std::string& phase) {
+    error = ErrorRecord{Failure{"incomplete", "the harness ended (crash, kill or timeout) during " + phase, ""},
+                        size_index, seed, phase};
+    write();
+  }
+
+  void write() const {
+    const std::string tmp = opt_.out + ".tmp";
+    const std::string text = serialize();
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (f) ok = (std::fclose(f) == 0) && ok;
+    if (!ok || std::rename(tmp.c_str(), opt_.out.c_str()) != 0) {
+      std::fprintf(stderr, "kwbench: cannot write %s\n", opt_.out.c_str());
+      std::exit(2);
+    }
+  }
+
+  std::string serialize() const {
+    Json j;
+    j.open_object();
+    j.key("mode").str(mode_name(opt_.mode));
+    j.key("impl").str(impl_name(opt_.impl));
+    j.key("precision").str(kPrecision);
+    j.key("entry").str(entry_);
+    write_config(j);
+    j.key("device");
+    if (device) {
+      j.open_object().key("name").str(device->name).key("cc").str(device->cc);
+      j.key("sm_count").integer(device->sm_count).key("l2_bytes").integer(device->l2_bytes);
+      j.key("memory_bytes").integer(device->memory_bytes).close_object();
+    } else {
+      j.null();
+    }
+    j.key("sizes").open_array();
+    for (const auto& s : sizes) write_size(j, s);
+    j.close_array();
+    j.key("error");
+    if (error) {
+      j.open_object().key("kind").str(error->failure.kind).key("message").str(error->failure.message);
+      j.key("code");
+      error->failure.code.empty() ? j.null() : j.str(error->failure.code);
+      j.key("size_index");
+      error->size_index ? j.integer((long long)*error->size_index) : j.null();
+      j.key("seed");
+      error->seed ? j.integer((long long)*error->seed) : j.null();
+      j.key("phase");
+      error->phase.empty() ? j.null() : j.str(error->phase);
+      j.close_object();
+    } else {
+      j.null();
+    }
+    j.close_object();
+    return j.text() + "\n";
+  }
+
+ private:
+  Options opt_;
+  std::string entry_;
+
+  static void write_params(Json& j, const Params& p) {
+    j.open_object();
+    for (const auto& kv : p) j.key(kv.first).num(kv.second);
+    j.close_object();
+  }
+
+  void write_config(Json& j) const {
+    j.key("config").open_object();
+    j.key("seeds").integer(opt_.seeds).key("seed_base").integer((long long)opt_.seed_base);
+    j.key("warmup").integer(opt_.warmup).key("iters").integer(opt_.iters);
+    j.key("l2_flush_bytes").integer(l2_flush_bytes);
+    j.key("atol").num(opt_.atol).key("rtol").num(opt_.rtol);
+    j.key("constants");
+    write_params(j, opt_.constants);
+    j.close_object();
+  }
+
+  static void write_size(Json& j, const SizeRecord& s) {
+    j.open_object();
+    j.key("index").integer((long long)s.index);
+    j.key("params");
+    write_params(j, s.params);
+    j.key("correct").optional_bool(s.correct);
+    j.key("inputs_unchanged").optional_bool(s.inputs_unchanged);
+    j.key("changed_input");
+    s.changed_input.empty() ? j.null() : j.str(s.changed_input);
+    j.key("out_of_bounds");
+    s.out_of_bounds.empty() ? j.null() : j.str(s.out_of_bounds);
+    j.key("seeds").open_array();
+    for (uint64_t seed : s.seeds) j.integer((long long)seed);
+    j.close_array();
+    j.key("first_mismatch");
+    if (s.tally.first) {
+      const Mismatch& m = *s.tally.first;
+      j.open_object().key("seed").integer((long long)m.seed).key("output").str(m.output);
+      j.key("index").integer((long long)m.index).key("expected").num(m.expected).key("got").num(m.got);
+      j.key("abs_err").num(m.abs_err).key("mismatches").integer((long long)m.mismatches);
+      j.key("total").integer((long long)m.total).close_object();
+    } else {
+      j.null();
+    }
+    j.key("checked");
+    if (s.compared) {
+      j.open_object().key("elements").integer((long long)s.tally.checked);
+      j.key("total").integer((long long)s.tally.total).key("sampled").boolean(s.tally.sampled);
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      j.key("max_abs_err").num(s.tally.nonfinite ? nan : s.tally.max_abs_err);
+      j.key("max_rel_err").num(s.tally.nonfinite ? nan : s.tally.max_rel_err).close_object();
+    } else {
+      j.null();
+    }
+    j.key("timing");
+    if (s.timing) write_timing(j, *s.timing);
+    else j.null();
+    j.close_object();
+  }
+
+  static void write_timing(Json& j, const TimingSamples& t) {
+    const std::vector<double>& v = t.device_ms;
+    const double mean = mean_of(v);
+    double var = 0;
+    for (double x : v) var += (x - mean) * (x - mean);
+    const double sd = v.size() > 1 ? std::sqrt(var / double(v.size() - 1)) : 0.0;
+    j.open_object();
+    j.key("samples").integer((long long)v.size());
+    j.key("mean_ms").num(mean).key("median_ms").num(median_of(v));
+    j.key("min_ms").num(*std::min_element(v.begin(), v.end()));
+    j.key("max_ms").num(*std::max_element(v.begin(), v.end()));
+    j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
+    j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
+    j.key("samples_ms").open_array();
+    for (double x : v) j.num(x);
+    j.close_array();
+    j.close_object();
+  }
+};
+
+// ----------------------------------------------------------------------------------
+// The driver
+// ----------------------------------------------------------------------------------
+
+struct TaskDef {
+  const char* entry;      // baseline entry point name, e.g. "vector_add_bf16"
+  bool candidate_linked;  // the weak _optimized symbol resolved
+  void (*setup)(Case&);
+  void (*launch)(Case&, Impl);
+  void (*reference)(Case&, Reference&);
+};
+
+class Driver {
+ public:
+  Driver(const Options& o, const TaskDef& t, Report& r) : opt_(o), task_(t), report_(r) {}
+
+  ~Driver() {
+    if (flush_) cudaFree(flush_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+  }
+
+  void run() {
+    open_device();
+    if (opt_.impl == Impl::candidate && !task_.candidate_linked) {
+      fail("no_candidate", std::string("this kwbench was linked without a candidate: ") + task_.entry +
+                               "_optimized is not defined");
+    }
+    if (opt_.mode == Mode::time) prepare_timing();
+    for (size_t i = 0; i < opt_.sizes.size(); ++i) {
+      report_.sizes.emplace_back();
+      SizeRecord& rec = report_.sizes.back();
+      rec.index = i;
+      rec.params = opt_.sizes[i];
+      switch (opt_.mode) {
+        case Mode::validate: correctness(rec, false); break;
+        case Mode::check: correctness(rec, true); break;
+        case Mode::time: timing(rec); break;
+        case Mode::profile: profile(rec); break;
+      }
+    }
+  }
+
+ private:
+  void open_device() {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+      fail("no_device", std::string("no CUDA device: ") +
+                            (err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount returned 0"));
+    }
+    int dev = 0, major = 0, minor = 0, sms = 0, l2 = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    cudaDeviceProp prop;
+    cuda_check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+    cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "compute capability");
+    cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "compute capability");
+    cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    cuda_check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "L2 size");
+    report_.device = DeviceInfo{prop.name, std::to_string(major) + "." + std::to_string(minor), sms, l2,
+                                (long long)prop.totalGlobalMem};
+    report_.l2_flush_bytes = opt_.l2_flush_bytes >= 0 ? opt_.l2_flush_bytes : 2LL * l2;
+  }
+
+  void prepare_timing() {
+    cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
+    if (report_.l2_flush_bytes > 0) {
+      cuda_check(cudaMalloc(&flush_, size_t(report_.l2_flush_bytes)), "allocate the L2 flush buffer");
+    }
+  }
+
+  std::unique_ptr<Case> make_case(size_t size_index, uint64_t seed) {
+    where_ = {size_index, seed};
+    report_.checkpoint(size_index, seed, "setup (inputs and allocation)");
+    auto c = std::make_unique<Case>(opt_.sizes[size_index], opt_.constants, seed);
+    task_.setup(*c);
+    return c;
+  }
+
+  // One call with the protocol around it: restore/poison before, then both the
+  // launch error and the synchronize error are checked.
+  void call(Case& c, Impl impl, const std::string& phase) {
+    c.prepare();
+    report_.checkpoint(where_.first, where_.second, phase);
+    cuda_check(cudaGetLastError(), "before " + phase);
+    task_.launch(c, impl);
+    const cudaError_t launch = cudaGetLastError();
+    const cudaError_t sync = cudaDeviceSynchronize();
+    cuda_check(launch, phase + " (cudaGetLastError after the call)");
+    cuda_check(sync, phase + " (cudaDeviceSynchronize after the call)");
+  }
+
+  // After a call: inputs intact and guard zones intact; returns false otherwise.
+  bool after_call(Case& c, SizeRecord& rec) {
+    const std::string changed = c.changed_input();
+    const std::string oob = c.guard_violation();
+    if (!changed.empty() && rec.changed_input.empty()) rec.changed_input = changed;
+    if (!oob.empty() && rec.out_of_bounds.empty()) rec.out_of_bounds = oob;
+    if (!rec.inputs_unchanged || *rec.inputs_unchanged) rec.inputs_unchanged = changed.empty();
+    return changed.empty() && oob.empty();
+  }
+
+  // validate: impl vs the CPU reference; check: impl vs the baseline, same inputs.
+  void correctness(SizeRecord& rec, bool against_baseline) {
+    rec.compared = true;
+    bool ok = true;
+    for (int s = 0; s < opt_.seeds && ok; ++s) {
+      const uint64_t seed = opt_.seed_base + uint64_t(s);
+      rec.seeds.push_back(seed);
+      auto c = make_case(rec.index, seed);
+      std::vector<std::vector<unsigned char>> expected;
+      if (against_baseline) {
+        call(*c, Impl::baseline, "baseline call");
+        SizeRecord scratch;
+        if (!after_call(*c, scratch)) {
+          fail("baseline_failed", "the baseline " + (scratch.changed_input.empty()
+                                                          ? scratch.out_of_bounds
+                                                          : "modified input " + scratch.changed_input));
+        }
+        c->fetch_outputs();
+        for (const auto& b : c->buffers()) expected.push_back(std::move(b->result()));
+      }
+      call(*c, opt_.impl, std::string(impl_name(opt_.impl)) + " call");
+      ok = after_call(*c, rec);
+      c->fetch_outputs();
+      report_.checkpoint(rec.index, seed, "comparison");
+      if (against_baseline) {
+        const auto& bufs = c->buffers();
+        for (size_t k = 0; k < bufs.size(); ++k) {
+          if (bufs[k]->role() == Role::input) continue;
+          const Buffer& truth = *bufs[k];
+          const std::vector<unsigned char>& exp = expected[k];
+          compare_output(truth, nullptr, [&](size_t i) { return read_element(truth.type(), exp.data(), i); },
+                         opt_.atol, opt_.rtol, seed, rec.tally);
+        }
+      } else {
+        Reference ref(*c, opt_.atol, opt_.rtol, rec.tally);
+        task_.reference(*c, ref);
+        ref.finish();
+      }
+      ok = ok && !rec.tally.first;
+    }
+    rec.correct = ok;
+  }
+
+  // time: warm-up calls, then per call: restore/poison, L2 flush, start event, call,
+  // device synchronize (covers work on any stream), stop event.
+  void timing(SizeRecord& rec) {
+    const uint64_t seed = opt_.seed_base;
+    rec.seeds.push_back(seed);
+    auto c = make_case(rec.index, seed);
+    for (int w = 0; w < opt_.warmup; ++w) call(*c, opt_.impl, "warm-up call");
+    report_.checkpoint(rec.index, seed, "timed calls");
+    TimingSamples t;
+    for (int it = 0; it < opt_.iters; ++it) {
+      c->prepare();
+      if (flush_) cuda_check(cudaMemset(flush_, it & 0xff, size_t(report_.l2_flush_bytes)), "L2 flush");
+      cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
+      cuda_check(cudaEventRecord(start_, 0), "record start event");
+      const auto t0 = std::chrono::steady_clock::now();
+      task_.launch(*c, opt_.impl);
+      const cudaError_t sync = cudaDeviceSynchronize();
+      const auto t1 = std::chrono::steady_clock::now();
+      cuda_check(cudaGetLastError(), "timed call (cudaGetLastError after the call)");
+      cuda_check(sync, "timed call (cudaDeviceSynchronize after the call)");
+      cuda_check(cudaEventRecord(stop_, 0), "record stop event");
+      cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      t.device_ms.push_back(ms);
+      t.host_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    after_call(*c, rec);  // informational here: correctness is the check mode's job
+    rec.timing = std::move(t);
+  }
+
+  // profile: one warm-up call, then one call inside cudaProfilerStart/Stop (ncu runs
+  // with --profile-from-start off, so only that call is measured).
+  void profile(SizeRecord& rec) {
+    const uint64_t seed = opt_.seed_base;
+    rec.seeds.push_back(seed);
+    auto c = make_case(rec.index, seed);
+    call(*c, opt_.impl, "warm-up call");
+    c->prepare();
+    report_.checkpoint(rec.index, seed, "profiled call");
+    cuda_check(cudaProfilerStart(), "cudaProfilerStart");
+    task_.launch(*c, opt_.impl);
+    const cudaError_t launch = cudaGetLastError();
+    const cudaError_t sync = cudaDeviceSynchronize();
+    cuda_check(cudaProfilerStop(), "cudaProfilerStop");
+    cuda_check(launch, "profiled call (cudaGetLastError after the call)");
+    cuda_check(sync, "profiled call (cudaDeviceSynchronize after the call)");
+    after_call(*c, rec);
+  }
+
+  const Options& opt_;
+  const TaskDef& task_;
+  Report& report_;
+  std::pair<size_t, uint64_t> where_{0, 0};
+  void* flush_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+// Exit status: 0 = JSON complete (correct or not); 1 = JSON written with an error;
+// 2 = no JSON could be written (no --out, or the file could not be written).
+inline int run_main(int argc, char** argv, const TaskDef& task) {
+  Options opt;
+  try {
+    opt = parse_options(argc, argv);
+  } catch (const Failure& f) {
+    opt.out = find_out(argc, argv);
+    if (opt.out.empty()) {
+      std::fprintf(stderr, "kwbench: %s (and no --out to report it in)\n", f.message.c_str());
+      return 2;
+    }
+    Report report(opt, task.entry);
+    report.error = ErrorRecord{f, std::nullopt, std::nullopt, "arguments"};
+    report.write();
+    return 1;
+  }
+  Report report(opt, task.entry);
+  try {
+    Driver driver(opt, task, report);
+    driver.run();
+    report.error.reset();
+    report.write();
+    return 0;
+  } catch (const Failure& f) {
+    // Keep where the last checkpoint said we were; replace the "incomplete" reason.
+    ErrorRecord rec = report.error ? *report.error : ErrorRecord{};
+    rec.failure = f;
+    report.error = rec;
+  } catch (const std::exception& e) {
+    ErrorRecord rec = report.error ? *report.error : ErrorRecord{};
+    rec.failure = Failure{"harness_error", e.what(), ""};
+    report.error = rec;
+  }
+  report.write();
+  return 1;
+}
+
+}  // namespace kw
+
+// Ends a task's harness.cu: KW_MAIN(setup, launch, reference)
+#define KW_MAIN(setup_fn, launch_fn, reference_fn)                                                     \
+  int main(int argc, char** argv) {                                                                    \
+    const kw::TaskDef task{kw_entry_name, kw_entry(kw::Impl::candidate) != nullptr, setup_fn, launch_fn, \
+                           reference_fn};                                                              \
+    return kw::run_main(argc, argv, task);                                                             \
+  }

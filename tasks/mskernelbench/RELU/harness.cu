@@ -1,0 +1,23 @@
+// RELU: output = max(0, input) (see spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
+#include "kw_harness.cuh"
+
+using kw::elem_t;
+
+KW_ENTRY(RELU, elem_t* output, const elem_t* input, int N);
+
+static void setup(kw::Case& c) {
+    const size_t N = c.iparam("N");
+    c.input<elem_t>("input", N).uniform(-1, 1);
+    c.output<elem_t>("output", N);
+}
+
+static void launch(kw::Case& c, kw::Impl impl) {
+    kw_entry(impl)(c.dev<elem_t>("output"), c.dev<elem_t>("input"), c.iparam("N"));
+}
+
+static void reference(kw::Case& c, kw::Reference& ref) {
+    const elem_t* x = c.host<elem_t>("input");
+    ref.expect("output", 1, [&](size_t i) { return std::max(0.0, kw::to_double(x[i])); });
+}
+
+KW_MAIN(setup, launch, reference)

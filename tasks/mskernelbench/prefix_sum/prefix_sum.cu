@@ -1,0 +1,22 @@
+// MSKernelBench baseline: prefix_sum (FP32), inclusive scan output[i] = sum of
+// input[0..i]. Naive (as in the benchmark): each thread sums its prefix from the
+// start on its own, in float, so the work is O(N^2).
+#include <cuda_runtime.h>
+
+__global__ void prefix_sum_kernel(float* output, const float* input, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        float sum = 0.0f;
+        for (int j = 0; j <= i; ++j) {
+            sum += input[j];
+        }
+        output[i] = sum;
+    }
+}
+
+extern "C" void prefix_sum(float* output, const float* input, const int N) {
+    int threads = 256;
+    int blocks = (N + threads - 1) / threads;
+    prefix_sum_kernel<<<blocks, threads>>>(output, input, N);
+    cudaDeviceSynchronize();
+}

@@ -1,0 +1,38 @@
+// spmv_csr: y = A x, A (rows x cols) in CSR with density `density` (see spec.toml).
+// Protocol in tasks/_harness/kw_harness.cuh.
+#include "kw_harness.cuh"
+
+using kw::elem_t;
+
+KW_ENTRY(spmv_csr, int rows, const elem_t* values, const int* col_indices, const int* row_offsets, const elem_t* x,
+         elem_t* y);
+
+static void setup(kw::Case& c) {
+    const int rows = c.iparam("rows"), cols = c.iparam("cols");
+    kw::Rng pattern = c.rng("pattern");
+    const kw::Csr csr = kw::random_csr(pattern, rows, cols, c.constant("density"));
+    c.input<elem_t>("values", csr.nnz()).uniform(-1, 1);
+    c.input<int>("col_indices", csr.nnz()).set(csr.col_indices);
+    c.input<int>("row_offsets", size_t(rows) + 1).set(csr.row_offsets);
+    c.input<elem_t>("x", cols).uniform(-1, 1);
+    c.output<elem_t>("y", rows);
+}
+
+static void launch(kw::Case& c, kw::Impl impl) {
+    kw_entry(impl)(c.iparam("rows"), c.dev<elem_t>("values"), c.dev<int>("col_indices"), c.dev<int>("row_offsets"),
+                   c.dev<elem_t>("x"), c.dev<elem_t>("y"));
+}
+
+static void reference(kw::Case& c, kw::Reference& ref) {
+    const elem_t* values = c.host<elem_t>("values");
+    const int* col = c.host<int>("col_indices");
+    const int* offsets = c.host<int>("row_offsets");
+    const elem_t* x = c.host<elem_t>("x");
+    ref.expect("y", 1, [&](size_t r) {
+        double sum = 0;
+        for (int p = offsets[r]; p < offsets[r + 1]; ++p) sum += kw::to_double(values[p]) * kw::to_double(x[col[p]]);
+        return sum;
+    });
+}
+
+KW_MAIN(setup, launch, reference)

@@ -1,0 +1,24 @@
+// MSKernelBench baseline: spmv_csr (BF16), y = A x with A in CSR format.
+// Naive: one thread per row, float accumulation, one rounding to bf16.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+__global__ void spmv_csr_bf16_kernel(int rows, const __nv_bfloat16* values, const int* col_indices,
+                                     const int* row_offsets, const __nv_bfloat16* x, __nv_bfloat16* y) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < rows) {
+        float sum = 0.0f;
+        for (int p = row_offsets[row]; p < row_offsets[row + 1]; ++p) {
+            sum += __bfloat162float(values[p]) * __bfloat162float(x[col_indices[p]]);
+        }
+        y[row] = __float2bfloat16(sum);
+    }
+}
+
+extern "C" void spmv_csr_bf16(int rows, const __nv_bfloat16* values, const int* col_indices, const int* row_offsets,
+                              const __nv_bfloat16* x, __nv_bfloat16* y) {
+    int threads = 256;
+    int blocks = (rows + threads - 1) / threads;
+    spmv_csr_bf16_kernel<<<blocks, threads>>>(rows, values, col_indices, row_offsets, x, y);
+    cudaDeviceSynchronize();
+}

@@ -1,0 +1,125 @@
+"""The whole evaluation pipeline, run for real on the CPU stand-in task (see conftest)."""
+
+import dataclasses
+
+import pytest
+
+from tests.worker.conftest import candidate
+from worker.evaluate import evaluate, evaluate_baseline, validate
+from worker.results import Evaluation, Verdict
+
+
+def run(spec, chain, options, name, **kwargs):
+    return evaluate(spec, "fp32", candidate(name), kwargs.pop("flags", None), options, chain=chain, **kwargs)
+
+
+def test_a_correct_candidate_is_timed_and_scored(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu")
+    assert ev.verdict == Verdict.OK, ev.reason
+    assert [s.correct for s in ev.sizes] == [True, True, True]
+    assert all(s.baseline and s.candidate and s.candidate.samples == 10 for s in ev.sizes)
+    assert ev.score is not None and ev.geomean_speedup is not None
+    weights = [s.complexity for s in ev.sizes]
+    assert ev.score == pytest.approx(
+        sum(w * s.speedup for w, s in zip(weights, ev.sizes, strict=True)) / sum(weights)
+    )
+    assert ev.compile is not None and ev.compile.ok and ev.gpu == "CPU stand-in"
+    assert {"compile", "check", "time", "time_baseline", "total"} <= set(ev.phases)
+
+
+def test_baseline_times_are_reused_from_the_cache(scale_spec, cpu_chain, cpu_options):
+    first = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu")
+    second = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu")
+    assert not first.baseline_cached and second.baseline_cached
+    assert [s.baseline for s in second.sizes] == [s.baseline for s in first.sizes]
+    fresh = run(
+        scale_spec, cpu_chain, dataclasses.replace(cpu_options, use_baseline_cache=False), "scale_good.cu"
+    )
+    assert not fresh.baseline_cached
+
+
+def test_a_wrong_element_is_incorrect_with_the_first_mismatch(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_wrong.cu")
+    assert ev.verdict == Verdict.INCORRECT
+    mismatch = ev.sizes[0].first_mismatch
+    assert mismatch["index"] == 7 and mismatch["output"] == "Y" and mismatch["seed"] == cpu_options.seed_base
+    assert "Y[7]" in ev.reason and "N=1000" in ev.reason
+    assert ev.score is None and all(s.candidate is None for s in ev.sizes)
+
+
+def test_an_unwritten_output_fails_through_the_poison(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_skips_tail.cu")
+    assert ev.verdict == Verdict.INCORRECT
+    assert ev.sizes[0].first_mismatch["index"] == 999
+    assert "got nan" in ev.reason
+    Evaluation.from_json(ev.to_json())  # the NaN survives as strict JSON
+
+
+def test_modifying_an_input_is_incorrect(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_modifies_input.cu")
+    assert ev.verdict == Verdict.INCORRECT
+    assert ev.sizes[0].inputs_unchanged is False and "modified its inputs" in ev.reason
+
+
+def test_a_crash_is_located_at_its_size_and_classified(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_crashes_at_5000.cu")
+    assert ev.verdict == Verdict.RUNTIME_ERROR
+    assert ev.crash.kind == "host_segfault" and ev.crash.size_index == 1
+    assert "N=5000" in ev.reason
+    assert "compute-sanitizer not found" in ev.memcheck_log  # the CPU stand-in has none
+
+
+def test_a_hang_is_killed_and_reported_as_timeout(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, dataclasses.replace(cpu_options, check_timeout_s=2), "scale_hangs.cu")
+    assert ev.verdict == Verdict.TIMEOUT
+    assert ev.crash.kind == "timeout" and ev.crash.size_index == 2
+    assert ev.memcheck_log == ""
+
+
+def test_a_compile_error_keeps_the_log(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_syntax_error.cu")
+    assert ev.verdict == Verdict.COMPILE_ERROR
+    assert 'expected a ";"' in ev.reason and 'expected a ";"' in ev.compile.log
+
+
+def test_static_rejection_happens_before_any_build(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_calls_baseline.cu")
+    assert ev.verdict == Verdict.REJECTED and ev.compile is None and "compile" not in ev.phases
+    assert ev.reason.startswith("RULE calls-baseline: line 1")
+    assert len(ev.static_violations) == 2
+
+
+def test_rejected_flags_are_noted_and_the_run_goes_on(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu", flags="nvcc -O3; rm -rf /")
+    assert ev.verdict == Verdict.OK
+    assert "';'" in ev.notes[0] and ev.compile.command.startswith("nvcc -O3 -arch=sm_90 -std=c++17")
+
+
+def test_without_a_gpu_the_run_stops_after_compiling_with_no_gpu(scale_spec, no_gpu_chain, cpu_options):
+    ev = run(scale_spec, no_gpu_chain, cpu_options, "scale_good.cu")
+    assert ev.verdict == Verdict.NO_GPU and "needs a GPU" in ev.reason
+    assert ev.compile is not None and ev.compile.ok
+
+
+def test_compile_only_builds_without_a_gpu_and_says_so(scale_spec, no_gpu_chain, cpu_options):
+    ev = run(scale_spec, no_gpu_chain, cpu_options, "scale_good.cu", compile_only=True)
+    assert ev.verdict == Verdict.OK and ev.kind == "compile_only"
+    assert "no GPU is present" in ev.reason and ev.sizes == ()
+
+
+def test_baseline_only_evaluation_times_the_baseline(scale_spec, cpu_chain, cpu_options):
+    ev = evaluate_baseline(scale_spec, "fp32", cpu_options, chain=cpu_chain)
+    assert ev.verdict == Verdict.OK and ev.kind == "baseline"
+    assert all(s.baseline is not None and s.candidate is None for s in ev.sizes)
+
+
+def test_validate_checks_the_baseline_against_the_cpu_reference(scale_spec, cpu_chain, cpu_options):
+    for precision in ("fp32", "bf16"):
+        ev = validate(scale_spec, precision, cpu_options, chain=cpu_chain)
+        assert ev.verdict == Verdict.OK and ev.kind == "validate", ev.reason
+        assert all(s.correct for s in ev.sizes)
+
+
+def test_a_real_evaluation_round_trips_through_json(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu")
+    assert Evaluation.from_json(ev.to_json()) == ev

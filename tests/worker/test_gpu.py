@@ -1,0 +1,135 @@
+"""On a GPU machine: the real tasks, the real harness, the real candidates (`make test-gpu`).
+
+Skipped without a GPU (nvidia-smi -L fails). Each file in tests/gpu_candidates/ says in its
+header comment which task it is for, "(vector_add FP32)", and what should happen,
+"// Expected: incorrect ..."; an explicit `// expect: <verdict>` line wins over the prose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.worker.gpu_candidates import CANDIDATE_FILES, CASES, LIBRARY, expected_verdict, task_of
+from worker import toolchain as tc
+from worker.evaluate import EvalOptions, evaluate, evaluate_baseline, validate
+from worker.results import Bottleneck, Verdict
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def gpu_chain():
+    chain = tc.detect()
+    if chain.gpu is None:
+        pytest.skip(chain.gpu_reason)
+    return chain
+
+
+@pytest.fixture
+def options(tmp_path_factory):
+    root = tmp_path_factory.getbasetemp()
+    return EvalOptions(build_cache=str(root / "gpu-build"), timing_cache=str(root / "gpu-times"), iters=20)
+
+
+@pytest.mark.parametrize(("spec", "precision"), CASES, ids=[f"{s.name}-{p}" for s, p in CASES])
+def test_baseline_matches_its_cpu_reference(spec, precision, gpu_chain, options):
+    ev = validate(spec, precision, options, chain=gpu_chain)
+    assert ev.verdict == Verdict.OK, ev.reason
+
+
+@pytest.mark.parametrize("path", CANDIDATE_FILES, ids=[p.name for p in CANDIDATE_FILES])
+def test_candidate_gets_its_expected_verdict(path, gpu_chain, options):
+    want = expected_verdict(path)
+    if want is None:
+        pytest.skip(f"no expected verdict for {path.name} (add `// expect: <verdict>`)")
+    task, precision = task_of(path)
+    if want == "timeout":
+        options = dataclasses.replace(options, check_timeout_s=20)
+    ev = evaluate(LIBRARY[task], precision, path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
+    assert ev.verdict == want, f"{ev.reason}\n{ev.memcheck_log[-2000:]}"
+    if ev.verdict == Verdict.OK:
+        assert ev.score is not None and all(s.correct for s in ev.sizes)
+    check = DETAILS.get(path.stem)
+    if check:
+        assert check(ev, options), ev.to_json(indent=1)[:3000]
+
+
+DETAILS = {
+    "cached_result": lambda ev, o: ev.sizes[0].first_mismatch["seed"] == o.seed_base + 1,
+    "modifies_input": lambda ev, o: ev.sizes[0].changed_input == "A",
+    "oob_write": lambda ev, o: "past the end of C" in (ev.sizes[0].out_of_bounds or ""),
+    "unwritten_output": lambda ev, o: ev.sizes[0].first_mismatch["got"] == "nan",
+    "infinite_loop": lambda ev, o: ev.crash.size_index == 0 and "candidate call" in ev.crash.message,
+    "size_special_case": lambda ev, o: ev.sizes[0].correct and not ev.sizes[1].correct,
+    "oob_write_far": lambda ev, o: ev.crash.kind == "illegal_address",
+}
+
+
+VADD_ILLEGAL = """
+__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) C[i + (1 << 28)] = A[i] + B[i];  // far past the end: a real fault
+}
+extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {
+    vector_add_kernel_optimized<<<(N + 255) / 256, 256>>>(A, B, C, N);
+    cudaDeviceSynchronize();
+}
+"""
+
+VADD_ONE_PAST = """
+__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= N) C[i] = (i < N ? A[i] + B[i] : 0.0f);  // writes C[N]: caught by the guard zone
+}
+extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {
+    vector_add_kernel_optimized<<<(N + 256) / 256, 256>>>(A, B, C, N);
+    cudaDeviceSynchronize();
+}
+"""
+
+VADD_OTHER_STREAM = """
+__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) C[i] = A[i] + B[i];
+}
+extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    vector_add_kernel_optimized<<<(N + 255) / 256, 256, 0, s>>>(A, B, C, N);
+    cudaStreamDestroy(s);  // returns at once: the work is still running when the wrapper returns
+}
+"""
+
+
+def test_an_illegal_address_is_classified_and_memchecked(gpu_chain, options):
+    ev = evaluate(LIBRARY["vector_add"], "fp32", VADD_ILLEGAL, None, options, chain=gpu_chain)
+    assert ev.verdict == Verdict.RUNTIME_ERROR
+    assert ev.crash.kind == "illegal_address" and ev.crash.size_index == 0
+    if gpu_chain.sanitizer:
+        assert "Invalid __global__ write" in ev.memcheck_log
+
+
+def test_a_write_one_past_the_end_is_caught_by_the_guard_zone(gpu_chain, options):
+    ev = evaluate(LIBRARY["vector_add"], "fp32", VADD_ONE_PAST, None, options, chain=gpu_chain)
+    assert ev.verdict == Verdict.INCORRECT
+    assert ev.sizes[0].out_of_bounds and "past the end" in ev.reason
+
+
+def test_work_left_running_on_another_stream_is_still_timed_and_checked(gpu_chain, options):
+    ev = evaluate(LIBRARY["vector_add"], "fp32", VADD_OTHER_STREAM, None, options, chain=gpu_chain)
+    assert ev.verdict == Verdict.OK, ev.reason
+
+
+def test_baseline_evaluation_is_cached_and_profiled(gpu_chain, options):
+    spec = LIBRARY["vector_add"]
+    profile = "filtered" if gpu_chain.ncu else "none"
+    first = evaluate_baseline(spec, "fp32", dataclasses.replace(options, profile=profile), chain=gpu_chain)
+    assert first.verdict == Verdict.OK and all(s.baseline for s in first.sizes)
+    again = evaluate_baseline(spec, "fp32", options, chain=gpu_chain)
+    assert again.baseline_cached
+    if gpu_chain.ncu:
+        assert first.profiles, first.notes
+        assert {p.size_index for p in first.profiles} == set(range(len(spec.sizes)))
+        assert all(p.bottleneck != Bottleneck.UNKNOWN and "Duration" in p.metrics for p in first.profiles)

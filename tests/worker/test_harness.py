@@ -1,0 +1,147 @@
+"""Reading what a harness run left behind: exit status, checkpoint JSON, stderr."""
+
+import dataclasses
+import signal
+
+import pytest
+
+from worker.harness import classify_crash, format_size, harness_argv, read_result
+from worker.sandbox import SandboxResult
+
+
+def result(rc=0, timed_out=False, stderr="", stdout="", wall=1.0):
+    sig = -rc if rc is not None and rc < 0 else None
+    return SandboxResult(("kwbench",), rc, sig, timed_out, wall, stdout, stderr, "o", "e", ".")
+
+
+def report(error=None, sizes=()):
+    return {"mode": "check", "sizes": list(sizes), "error": error}
+
+
+def checkpoint(phase="candidate call", index=1):
+    return {
+        "kind": "incomplete",
+        "message": f"the harness ended (crash, kill or timeout) during {phase}",
+        "code": None,
+        "size_index": index,
+        "seed": 20251123,
+        "phase": phase,
+    }
+
+
+def test_a_complete_run_is_not_a_crash():
+    assert classify_crash(result(0), report(), True) is None
+
+
+def test_a_cuda_error_reported_in_json_is_classified_by_its_code():
+    error = {
+        "kind": "cuda_error",
+        "message": "candidate call (synchronize): cudaErrorIllegalAddress (an illegal "
+        "memory access was encountered)",
+        "code": "cudaErrorIllegalAddress",
+        "size_index": 2,
+        "phase": "candidate call",
+    }
+    crash = classify_crash(result(1), report(error), True)
+    assert crash.kind == "illegal_address" and crash.size_index == 2
+    assert "cudaErrorIllegalAddress" in crash.message
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        ("cudaErrorMisalignedAddress", "misaligned_address"),
+        ("cudaErrorLaunchFailure", "launch_failure"),
+        ("cudaErrorLaunchOutOfResources", "out_of_resources"),
+        ("cudaErrorInvalidConfiguration", "invalid_configuration"),
+        ("cudaErrorAssert", "device_assert"),
+        ("cudaErrorIllegalInstruction", "illegal_instruction"),
+        ("cudaErrorMemoryAllocation", "out_of_memory"),
+    ],
+)
+def test_classifies_each_cuda_error_kind(code, kind):
+    error = {"kind": "cuda_error", "message": f"candidate call: {code}", "code": code, "size_index": 0}
+    assert classify_crash(result(1), report(error), True).kind == kind
+
+
+def test_a_process_killed_mid_call_is_located_by_its_checkpoint_and_named_by_its_signal():
+    crash = classify_crash(result(-signal.SIGSEGV), report(checkpoint()), True)
+    assert crash.kind == "host_segfault" and crash.size_index == 1
+    assert crash.message == "the harness died from SIGSEGV (during candidate call)"
+    assert classify_crash(result(-signal.SIGABRT), report(checkpoint()), True).kind == "abort"
+
+
+def test_a_device_assert_on_stderr_wins_over_the_bare_exit_status():
+    stderr = (
+        "kernel.cu:12: void k(): block: [0,0,0], thread: [3,0,0] Assertion `x < n` failed.\n"
+        "CUDA error: device-side assert triggered"
+    )
+    crash = classify_crash(result(-signal.SIGABRT, stderr=stderr), report(checkpoint()), True)
+    assert crash.kind == "device_assert" and crash.stderr_tail.endswith("device-side assert triggered")
+
+
+def test_a_timeout_keeps_the_phase_it_was_in():
+    crash = classify_crash(
+        result(-signal.SIGKILL, timed_out=True, wall=30), report(checkpoint("timed calls", 2)), True
+    )
+    assert crash.kind == "timeout" and crash.size_index == 2 and "timed calls" in crash.message
+
+
+def test_harness_side_errors_keep_their_kind():
+    error = {"kind": "no_device", "message": "no CUDA device: driver too old", "size_index": None}
+    assert classify_crash(result(1), report(error), True).kind == "no_device"
+    error = {"kind": "baseline_failed", "message": "the baseline modified input A", "size_index": 0}
+    assert classify_crash(result(1), report(error), True).kind == "baseline_failed"
+
+
+def test_exit_zero_without_json_means_the_candidate_ended_the_process():
+    crash = classify_crash(result(0), None, False)
+    assert crash.kind == "missing_output" and "exit early" in crash.message
+
+
+def test_reads_non_finite_numbers_written_as_strings_or_bare(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"sizes": [{"first_mismatch": {"got": "nan", "expected": 1.5}}], "error": null}')
+    assert read_result(path)["sizes"][0]["first_mismatch"]["got"] == "nan"
+    path.write_text('{"sizes": [{"first_mismatch": {"got": nan, "abs_err": -inf}}], "error": null}')
+    mismatch = read_result(path)["sizes"][0]["first_mismatch"]
+    assert mismatch["got"] != mismatch["got"] and mismatch["abs_err"] == float("-inf")
+    path.write_text('{"truncated": ')
+    assert read_result(path) is None
+
+
+def test_builds_the_documented_command_line(scale_spec):
+    spec = dataclasses.replace(scale_spec, constants={"epsilon": 1e-05, "alpha": 2})
+    argv = harness_argv(
+        "./kwbench", spec, "fp32", "check", "candidate", [{"N": 1024}, {"N": 0.5}], "out.json"
+    )
+    assert argv == [
+        "./kwbench",
+        "--mode",
+        "check",
+        "--impl",
+        "candidate",
+        "--size",
+        "N=1024",
+        "--size",
+        "N=0.5",
+        "--const",
+        "epsilon=1e-05",
+        "--const",
+        "alpha=2",
+        "--seeds",
+        "3",
+        "--seed-base",
+        "20251122",
+        "--atol",
+        "0.0001",
+        "--rtol",
+        "0.0001",
+        "--out",
+        "out.json",
+    ]
+    timed = harness_argv(
+        "./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json", iters=7, warmup=1
+    )
+    assert timed[-8:] == ["--seed-base", "20251122", "--warmup", "1", "--iters", "7", "--out", "t.json"]
+    assert format_size({"M": 64.0, "K": 128}) == "M=64,K=128"

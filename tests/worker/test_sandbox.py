@@ -1,0 +1,138 @@
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from worker import sandbox
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a reaper (a container's PID 1 may never reap)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def wait_dead(pid: int, seconds: float = 5.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_kills_a_hanging_child_and_its_grandchild_at_the_timeout(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    child = python(f"""
+        import subprocess, sys, time
+        p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        open({str(pid_file)!r}, "w").write(str(p.pid))
+        time.sleep(300)
+    """)
+    res = sandbox.run(child, tmp_path / "run", timeout_s=2.0, grace_s=0.5)
+    assert res.timed_out and not res.ok
+    assert res.signal in (signal.SIGTERM, signal.SIGKILL)
+    assert wait_dead(int(pid_file.read_text()))
+
+
+def test_sweeps_background_processes_left_by_a_child_that_exited(tmp_path):
+    pid_file = tmp_path / "bg.pid"
+    child = python(f"""
+        import subprocess, sys
+        p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        open({str(pid_file)!r}, "w").write(str(p.pid))
+    """)
+    res = sandbox.run(child, tmp_path / "run", timeout_s=30)
+    assert res.ok and not res.timed_out
+    assert wait_dead(int(pid_file.read_text()))
+
+
+def test_scrubs_the_environment_to_the_allowlist(tmp_path, monkeypatch):
+    for secret in (
+        "OPENAI_API_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "DJANGO_SECRET_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+    ):
+        monkeypatch.setenv(secret, "leaked")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    res = sandbox.run(python("import json, os; print(json.dumps(dict(os.environ)))"), tmp_path / "run", 30)
+    env = json.loads(res.stdout)
+    assert "leaked" not in env.values()
+    assert set(env) <= set(sandbox.ENV_ALLOWLIST) | {"HOME", "TMPDIR", "LC_CTYPE"}
+    assert env["HOME"] == str(tmp_path / "run") and env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_runs_in_the_scratch_folder_in_a_new_session(tmp_path):
+    res = sandbox.run(
+        python("import os; print(os.getcwd()); print(os.getsid(0) == os.getpid())"), tmp_path / "scratch", 30
+    )
+    cwd, own_session = res.stdout.split()
+    assert Path(cwd) == tmp_path / "scratch" and own_session == "True"
+
+
+def test_writes_output_to_files_and_reads_back_a_capped_head_and_tail(tmp_path):
+    res = sandbox.run(
+        python("import sys; sys.stdout.write('A' * 50000 + 'END'); sys.stderr.write('oops')"),
+        tmp_path / "run",
+        30,
+        output_cap=1000,
+    )
+    assert Path(res.stdout_path).stat().st_size == 50003
+    assert res.stdout.startswith("A" * 500) and res.stdout.endswith("END")
+    assert "bytes not shown" in res.stdout and len(res.stdout) < 1100
+    assert res.stderr == "oops"
+
+
+def test_reports_the_signal_that_ended_the_child(tmp_path):
+    res = sandbox.run(python("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"), tmp_path / "run", 30)
+    assert res.signal == signal.SIGSEGV and res.returncode == -signal.SIGSEGV
+
+
+def test_limits_file_size_and_disables_core_dumps(tmp_path):
+    child = python("""
+        import resource
+        print(resource.getrlimit(resource.RLIMIT_CORE)[0])
+        try:
+            with open("big", "wb") as f:
+                f.write(b"x" * 3_000_000)
+        except OSError as exc:
+            print("refused", exc.errno)
+    """)
+    res = sandbox.run(child, tmp_path / "run", 30, limits=sandbox.Limits(file_bytes=1_000_000))
+    lines = res.stdout.split("\n")
+    assert lines[0] == "0"
+    assert "refused" in res.stdout
+    assert (tmp_path / "run" / "big").stat().st_size <= 1_000_000
+
+
+def test_a_missing_program_is_a_result_not_an_exception(tmp_path):
+    res = sandbox.run(["/nonexistent/program"], tmp_path / "run", 30)
+    assert res.returncode == 127 and "cannot execute" in res.stderr
+
+
+def test_never_uses_a_shell(tmp_path):
+    res = sandbox.run(["echo", "$HOME; touch pwned"], tmp_path / "run", 30)
+    assert res.stdout.strip() == "$HOME; touch pwned"
+    assert not (tmp_path / "run" / "pwned").exists()
+
+
+def test_does_not_inherit_the_parents_open_files(tmp_path):
+    r, w = os.pipe()
+    try:
+        res = sandbox.run(python(f"import os; os.fstat({w}); print('open')"), tmp_path / "run", 30)
+        assert "open" not in res.stdout
+    finally:
+        os.close(r)
+        os.close(w)

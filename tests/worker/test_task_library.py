@@ -1,0 +1,68 @@
+"""The shipped task library (tasks/<suite>/<op>): every spec valid, every task builds (no GPU needed)."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.worker.gpu_candidates import CANDIDATE_FILES, LIBRARY, expected_verdict, task_of
+from worker.build import HARNESS_DIR, build
+from worker.evaluate import EvalOptions, evaluate
+from worker.results import Verdict
+from worker.spec import PRECISIONS, discover
+from worker.static_checks import baseline_kernel_names
+
+TASKS = Path(__file__).parents[2] / "tasks"
+FOUND = discover(TASKS)
+CASES = [(s, p) for s in FOUND.specs for p in PRECISIONS if p in s.interfaces]
+needs_tasks = pytest.mark.skipif(not CASES, reason="no task specs under tasks/ yet")
+
+
+def test_every_task_spec_is_valid():
+    if not FOUND.specs and not FOUND.errors:
+        pytest.skip("no task specs under tasks/ yet")
+    assert [str(e) for e in FOUND.errors] == []
+
+
+@needs_tasks
+@pytest.mark.parametrize(
+    ("spec", "precision"), CASES or [(None, None)], ids=[f"{s.name}-{p}" for s, p in CASES] or ["none"]
+)
+def test_task_compiles_and_links_for_the_worker_arch(spec, precision, chain, shared_build_cache, tmp_path):
+    built = build(
+        spec, precision, chain, None, work_dir=tmp_path, harness_dir=HARNESS_DIR, cache_dir=shared_build_cache
+    )
+    failure = built.failure
+    assert built.ok, f"{failure.role} failed:\n{failure.command}\n{failure.log}" if failure else "link failed"
+    assert built.baseline.resources, "ptxas -v reported no kernel for the baseline"
+
+
+@needs_tasks
+@pytest.mark.parametrize(
+    ("spec", "precision"), CASES or [(None, None)], ids=[f"{s.name}-{p}" for s, p in CASES] or ["none"]
+)
+def test_baseline_kernels_are_found_for_the_calls_baseline_rule(spec, precision):
+    # The static checks block the baseline's kernels by name; a baseline without any found
+    # would leave that rule blind.
+    assert baseline_kernel_names(spec.baseline_source(precision))
+
+
+@pytest.mark.skipif(not CANDIDATE_FILES, reason="no GPU candidates yet")
+@pytest.mark.parametrize("path", CANDIDATE_FILES, ids=[p.name for p in CANDIDATE_FILES])
+def test_gpu_candidate_reaches_the_gpu_or_is_rejected_as_expected(path, chain, shared_build_cache, tmp_path):
+    # The part of each GPU candidate's story that needs no GPU: static checks and the build.
+    task, precision = task_of(path)
+    options = EvalOptions(build_cache=str(shared_build_cache))
+    ev = evaluate(
+        LIBRARY[task],
+        precision,
+        path.read_text(encoding="utf-8"),
+        None,
+        options,
+        compile_only=True,
+        chain=chain,
+        work_dir=tmp_path,
+    )
+    if expected_verdict(path) == Verdict.REJECTED:
+        assert ev.verdict == Verdict.REJECTED and ev.compile is None
+    else:
+        assert ev.verdict == Verdict.OK and ev.kind == "compile_only", ev.reason

@@ -1,0 +1,367 @@
+"""Build the harness executable: baseline.o + harness.o (+ candidate.o), linked by nvcc.
+
+The three objects compile in parallel, each cached by a content hash of what
+determines it (source, flags, nvcc version, arch, and for the harness the
+shared protocol header), so a new candidate recompiles only candidate.o and a
+repeated candidate recompiles nothing. Compile errors come back verbatim with
+the exact command. Nothing here needs a GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from worker import sandbox
+from worker.flags import FlagCheck, check_flags
+from worker.results import CompileResult, KernelResources
+from worker.spec import TaskSpec
+from worker.toolchain import Toolchain
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HARNESS_DIR = REPO_ROOT / "tasks" / "_harness"
+EXECUTABLE = "kwbench"
+BASELINE_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
+HARNESS_FLAGS = ("-O2", "-std=c++17")
+COMPILE_TIMEOUT_S = 300.0
+_CACHE_FORMAT = "1"  # bump to invalidate every cached object after a change in how they are built
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("KW_BUILD_CACHE") or Path.home() / ".cache" / "kernelweb" / "build")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    ok: bool
+    executable: str | None
+    baseline: CompileResult
+    harness: CompileResult
+    candidate: CompileResult | None
+    link: CompileResult | None
+    flags: FlagCheck | None
+    seconds: float
+    libraries: tuple[str, ...] = ()
+    arch: str = ""
+    key: str = ""  # hash of the linked executable's inputs
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def failure(self) -> CompileResult | None:
+        for step in (self.candidate, self.baseline, self.harness, self.link):
+            if step is not None and not step.ok:
+                return step
+        return None
+
+    @property
+    def cache_hits(self) -> tuple[str, ...]:
+        steps = (self.baseline, self.harness, self.candidate, self.link)
+        return tuple(s.role for s in steps if s is not None and s.cached)
+
+
+# ---------------------------------------------------------------- ptxas -v parsing
+
+_PTXAS_ENTRY = re.compile(r"ptxas info\s*:\s*Compiling entry function '([^']+)' for '([^']+)'")
+_PTXAS_PROPS = re.compile(r"ptxas info\s*:\s*Function properties for (\S+)")
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_USED = re.compile(r"ptxas info\s*:\s*Used (\d+) registers(.*)")
+
+
+def demangle_base(name: str) -> str:
+    """The plain name of an Itanium-mangled symbol: '_Z18k_kernel_optimizedPfi' -> 'k_kernel_optimized'.
+
+    Enough for display; extern "C" names come back unchanged.
+    """
+    if not name.startswith("_Z"):
+        return name
+    rest = name[2:]
+    nested = rest.startswith("N")
+    rest = rest[1:] if nested else rest
+    last = name
+    while True:
+        m = re.match(r"(\d+)", rest)
+        if not m:
+            break
+        n = int(m.group(1))
+        start = m.end()
+        last = rest[start : start + n]
+        rest = rest[start + n :]
+        if not nested or rest[:1] in ("E", "I", ""):
+            break
+    return last
+
+
+def parse_ptxas(log: str) -> tuple[KernelResources, ...]:
+    """Per-kernel registers, shared/constant memory, barriers, stack and spills from `ptxas -v` output."""
+    found: dict[tuple[str, str], dict] = {}
+    entry: tuple[str, str] | None = None
+    props_for: str | None = None
+    for line in log.splitlines():
+        if m := _PTXAS_ENTRY.search(line):
+            entry = (m.group(1), m.group(2))
+            found.setdefault(entry, {})
+            props_for = None
+        elif m := _PTXAS_PROPS.search(line):
+            props_for = m.group(1)
+        elif (m := _PTXAS_FRAME.search(line)) and props_for is not None:
+            if entry is not None and props_for == entry[0]:
+                found[entry].update(
+                    stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3))
+                )
+            props_for = None
+        elif (m := _PTXAS_USED.search(line)) and entry is not None:
+            info = found[entry]
+            info["registers"] = int(m.group(1))
+            tail = m.group(2)
+            if b := re.search(r"used (\d+) barriers", tail):
+                info["barriers"] = int(b.group(1))
+            if s := re.search(r"(\d+) bytes smem", tail):
+                info["shared_bytes"] = int(s.group(1))
+            info["const_bytes"] = sum(int(c) for c in re.findall(r"(\d+) bytes cmem\[\d+\]", tail))
+    return tuple(
+        KernelResources(kernel=demangle_base(mangled), mangled=mangled, arch=arch, **info)
+        for (mangled, arch), info in found.items()
+    )
+
+
+# ---------------------------------------------------------------- hashing and cache
+
+
+def _sha(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def harness_hash(harness_dir: Path) -> str:
+    """Hash of the shared protocol headers: part of every harness key and of the baseline-time cache key."""
+    files = sorted(
+        p for p in Path(harness_dir).glob("*") if p.is_file() and p.suffix in (".cuh", ".h", ".hpp")
+    )
+    return _sha(*[p.name + "\0" + p.read_text(encoding="utf-8", errors="replace") for p in files])
+
+
+def _store(src: Path, dst: Path) -> None:
+    """Copy into the cache atomically, so a concurrent reader never sees half a file."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".tmp-")
+    os.close(fd)
+    shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+
+
+def _store_text(text: str, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, dst)
+
+
+def _display(argv: list[str]) -> str:
+    return shlex.join(["nvcc", *argv[1:]])
+
+
+@dataclass(frozen=True)
+class _Job:
+    role: str
+    argv: list[str]
+    cwd: Path
+    output: Path  # the file nvcc writes
+    key: str
+    cached_as: Path
+
+
+def _run_job(job: _Job, timeout_s: float) -> CompileResult:
+    meta_path = job.cached_as.with_suffix(".json")
+    if job.cached_as.is_file() and meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            job.output.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(job.cached_as, job.output)
+            result = CompileResult.from_dict(meta)
+            return CompileResult(job.role, True, _display(job.argv), result.log, result.resources, True, 0.0)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged entry is rebuilt below
+    res = sandbox.run(job.argv, job.cwd, timeout_s, name=f"nvcc-{job.role}")
+    log = res.output
+    if res.timed_out:
+        log += f"\n[compile of {job.role} timed out after {timeout_s:.0f} s]"
+    ok = res.ok and job.output.is_file()
+    result = CompileResult(job.role, ok, _display(job.argv), log, parse_ptxas(log), False, res.wall_s)
+    if ok:
+        _store(job.output, job.cached_as)
+        _store_text(result.to_json(), meta_path)
+    return result
+
+
+def build(
+    spec: TaskSpec,
+    precision: str,
+    toolchain: Toolchain,
+    candidate_source: str | None = None,
+    proposed_flags: str | None = None,
+    *,
+    work_dir: Path | str,
+    harness_dir: Path | str = HARNESS_DIR,
+    cache_dir: Path | str | None = None,
+    timeout_s: float = COMPILE_TIMEOUT_S,
+) -> BuildResult:
+    """Compile and link the harness for (spec, precision), with the candidate when one is given.
+
+    `proposed_flags` is the Compiler agent's command line; it goes through the whitelist,
+    and a rejected proposal is replaced by the default flags (the reason is in `.flags`).
+    """
+    start = time.monotonic()
+    if not toolchain.nvcc:
+        missing = CompileResult(
+            "baseline", False, "nvcc", "nvcc not found: install the CUDA toolkit or set CUDA_HOME"
+        )
+        return BuildResult(False, None, missing, missing, None, None, None, 0.0, arch=toolchain.arch)
+    arch = toolchain.arch
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    harness_dir = Path(harness_dir).resolve()
+    nvcc = toolchain.nvcc
+    common = (_CACHE_FORMAT, toolchain.nvcc_version, arch)
+
+    baseline_src = spec.baseline_source(precision).resolve()
+    baseline_text = baseline_src.read_bytes()
+    baseline_argv = [
+        nvcc,
+        *BASELINE_FLAGS,
+        f"-arch={arch}",
+        "-Xptxas",
+        "-v",
+        "-c",
+        str(baseline_src),
+        "-o",
+        "baseline.o",
+    ]
+    harness_src = spec.harness_source().resolve()
+    bf16 = ["-DKW_BF16"] if precision == "bf16" else []
+    harness_argv = [
+        nvcc,
+        *HARNESS_FLAGS,
+        f"-arch={arch}",
+        *bf16,
+        "-I",
+        str(harness_dir),
+        "-c",
+        str(harness_src),
+        "-o",
+        "harness.o",
+    ]
+    jobs = []
+    key = _sha(*common, "baseline", " ".join(baseline_argv[1:-4]), baseline_text)
+    jobs.append(
+        _Job(
+            "baseline",
+            baseline_argv,
+            work / "baseline",
+            work / "baseline" / "baseline.o",
+            key,
+            cache / "objects" / f"{key}.o",
+        )
+    )
+    key = _sha(
+        *common, "harness", " ".join(harness_argv[1:-4]), harness_src.read_bytes(), harness_hash(harness_dir)
+    )
+    jobs.append(
+        _Job(
+            "harness",
+            harness_argv,
+            work / "harness",
+            work / "harness" / "harness.o",
+            key,
+            cache / "objects" / f"{key}.o",
+        )
+    )
+
+    flag_check = None
+    libraries: tuple[str, ...] = ()
+    notes: list[str] = []
+    if candidate_source is not None:
+        flag_check = check_flags(proposed_flags, arch, spec.allowed_libraries)
+        if not flag_check.ok:
+            notes.append(
+                f"compile flags rejected ({flag_check.reason}); used the defaults: {flag_check.command}"
+            )
+        libraries = flag_check.libraries
+        cand_dir = work / "candidate"
+        cand_dir.mkdir(parents=True, exist_ok=True)
+        (cand_dir / "candidate.cu").write_text(candidate_source, encoding="utf-8")
+        cand_argv = [nvcc, *flag_check.flags, "-Xptxas", "-v", "-c", "candidate.cu", "-o", "candidate.o"]
+        key = _sha(*common, "candidate", " ".join(cand_argv[1:]), candidate_source)
+        jobs.append(
+            _Job(
+                "candidate",
+                cand_argv,
+                cand_dir,
+                cand_dir / "candidate.o",
+                key,
+                cache / "objects" / f"{key}.o",
+            )
+        )
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        done = list(pool.map(lambda j: _run_job(j, timeout_s), jobs))
+    results = {job.role: result for job, result in zip(jobs, done, strict=True)}
+    baseline, harness, candidate = results["baseline"], results["harness"], results.get("candidate")
+    failed = [r for r in results.values() if not r.ok]
+    if failed:
+        return BuildResult(
+            False,
+            None,
+            baseline,
+            harness,
+            candidate,
+            None,
+            flag_check,
+            time.monotonic() - start,
+            libraries,
+            arch,
+            notes=tuple(notes),
+        )
+
+    link_key = _sha(*common, "link", *[j.key for j in jobs], *libraries)
+    link_argv = [
+        nvcc,
+        f"-arch={arch}",
+        *[str(j.output) for j in jobs],
+        "-o",
+        EXECUTABLE,
+        *[f"-l{lib}" for lib in libraries],
+    ]
+    link_job = _Job("link", link_argv, work, work / EXECUTABLE, link_key, cache / "bin" / f"{link_key}.bin")
+    link = _run_job(link_job, timeout_s)
+    exe = work / EXECUTABLE
+    if link.ok:
+        exe.chmod(0o755)
+    return BuildResult(
+        link.ok,
+        str(exe) if link.ok else None,
+        baseline,
+        harness,
+        candidate,
+        link,
+        flag_check,
+        time.monotonic() - start,
+        libraries,
+        arch,
+        key=link_key,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,620 @@
+"""Evaluate one (task, precision, candidate): the protocol of DESIGN §4, end to end.
+
+static checks -> build -> check (all sizes x seeds) -> [crash: locate the size,
+memcheck it] -> time baseline (cached) and candidate under the GPU lock ->
+score -> optional ncu profile. Also a baseline-only evaluation (round 0 of
+the pipeline) and `validate` (baseline vs the CPU reference).
+
+Every outcome is an `Evaluation`; nothing here raises for a bad candidate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from worker import ncu
+from worker import toolchain as tc
+from worker.build import HARNESS_DIR, BuildResult, build, harness_hash
+from worker.gpu_lock import GpuLockTimeout, gpu_lock
+from worker.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness, timing_of
+from worker.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
+from worker.scoring import score_sizes
+from worker.spec import TaskSpec
+from worker.static_checks import baseline_kernel_names, check_source
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    seeds: int = 3
+    seed_base: int = 20251122
+    warmup: int = 3
+    iters: int = 50
+    profile: str = "none"  # filtered | full | none
+    thresholds: ncu.Thresholds = ncu.Thresholds()
+    use_baseline_cache: bool = True
+    check_timeout_s: float = 180.0
+    time_timeout_s: float = 600.0
+    profile_timeout_s: float = 600.0
+    memcheck_timeout_s: float = 900.0
+    compile_timeout_s: float = 300.0
+    lock_timeout_s: float = 3600.0
+    harness_dir: str = str(HARNESS_DIR)
+    build_cache: str | None = None  # None: KW_BUILD_CACHE or ~/.cache/kernelweb/build
+    timing_cache: str | None = None  # None: KW_TIMING_CACHE or ~/.cache/kernelweb/baseline-times
+    lock_dir: str | None = None
+    keep_work_dir: bool = False
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class _Context:
+    """What one evaluation carries around: options, tools, its scratch folder, progress, phase clock."""
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        precision: str,
+        options: EvalOptions,
+        chain: tc.Toolchain | None,
+        work_dir: Path | str | None,
+        progress: Progress | None,
+    ):
+        self.spec, self.precision, self.options = spec, precision, options
+        self.chain = chain or tc.detect()
+        self.progress = progress or _quiet
+        self.phases: dict[str, float] = {}
+        self._own_dir = work_dir is None
+        self.work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"kw-{spec.name}-"))
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.started = time.monotonic()
+        self.exe = ""  # the linked harness, once built
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - start
+
+    @contextmanager
+    def gpu(self) -> Iterator[None]:
+        gpu = self.chain.gpu
+        assert gpu is not None
+        with gpu_lock(gpu.lock_key, self.options.lock_dir, self.options.lock_timeout_s) as waited:
+            self.phases["lock_wait"] = self.phases.get("lock_wait", 0.0) + waited
+            yield
+
+    def cleanup(self) -> None:
+        if self._own_dir and not self.options.keep_work_dir:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    def base(self, **fields: Any) -> Evaluation:
+        self.phases["total"] = time.monotonic() - self.started
+        return Evaluation(
+            task=self.spec.name,
+            precision=self.precision,
+            gpu=self.chain.gpu.name if self.chain.gpu else "",
+            toolchain=self.chain.describe(),
+            seeds=self.options.seeds,
+            iters=self.options.iters,
+            phases=dict(self.phases),
+            **fields,
+        )
+
+    def sizes(self) -> list[SizeResult]:
+        return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
+
+    def run(
+        self,
+        mode: str,
+        impl: str,
+        sizes: list[dict[str, float]],
+        timeout_s: float,
+        name: str | None = None,
+        prefix: list[str] | None = None,
+        seeds: int | None = None,
+    ) -> HarnessRun:
+        o = self.options
+        with self.gpu():
+            return run_harness(
+                self.exe,
+                self.spec,
+                self.precision,
+                mode,
+                impl,
+                sizes,
+                self.work,
+                timeout_s,
+                prefix=prefix,
+                name=name,
+                seeds=seeds or o.seeds,
+                seed_base=o.seed_base,
+                warmup=o.warmup,
+                iters=o.iters,
+            )
+
+
+# ---------------------------------------------------------------- public entry points
+
+
+def evaluate(
+    spec: TaskSpec,
+    precision: str,
+    candidate_source: str,
+    flags: str | None = None,
+    options: EvalOptions | None = None,
+    *,
+    compile_only: bool = False,
+    chain: tc.Toolchain | None = None,
+    work_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> Evaluation:
+    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+    try:
+        return _evaluate(ctx, candidate_source, flags, compile_only)
+    except GpuLockTimeout as exc:
+        return ctx.base(verdict=Verdict.TIMEOUT, reason=f"the GPU stayed busy: {exc}")
+    finally:
+        ctx.cleanup()
+
+
+def evaluate_baseline(
+    spec: TaskSpec,
+    precision: str,
+    options: EvalOptions | None = None,
+    *,
+    chain: tc.Toolchain | None = None,
+    work_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """Round 0: time (and optionally profile) the baseline alone."""
+    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+    try:
+        return _evaluate_baseline(ctx)
+    except GpuLockTimeout as exc:
+        return ctx.base(verdict=Verdict.TIMEOUT, kind="baseline", reason=f"the GPU stayed busy: {exc}")
+    finally:
+        ctx.cleanup()
+
+
+def validate(
+    spec: TaskSpec,
+    precision: str,
+    options: EvalOptions | None = None,
+    *,
+    chain: tc.Toolchain | None = None,
+    work_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """The baseline against the task's CPU reference, every size and seed (kind='validate')."""
+    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+    try:
+        built = _build(ctx, None, None)
+        if isinstance(built, Evaluation):
+            return replace(built, kind="validate")
+        if ctx.chain.gpu is None:
+            return ctx.base(verdict=Verdict.NO_GPU, kind="validate", reason=_no_gpu(ctx))
+        ctx.progress(f"{spec.name}/{precision}: validate baseline against the CPU reference")
+        with ctx.phase("check"):
+            run = ctx.run("validate", "baseline", list(spec.sizes), ctx.options.check_timeout_s)
+        if not run.ok:
+            return _crashed(ctx, run, kind="validate", sizes=ctx.sizes(), locate=True)
+        sizes = _merge_check(ctx.sizes(), run.data)
+        bad = [s for s in sizes if not s.correct or s.inputs_unchanged is False]
+        if bad:
+            return ctx.base(
+                verdict=Verdict.INCORRECT,
+                kind="validate",
+                sizes=tuple(sizes),
+                reason="baseline disagrees with the CPU reference: " + _mismatch_reason(bad[0]),
+            )
+        return ctx.base(
+            verdict=Verdict.OK,
+            kind="validate",
+            sizes=tuple(sizes),
+            reason="baseline matches the CPU reference at every size and seed",
+        )
+    except GpuLockTimeout as exc:
+        return ctx.base(verdict=Verdict.TIMEOUT, kind="validate", reason=f"the GPU stayed busy: {exc}")
+    finally:
+        ctx.cleanup()
+
+
+# ---------------------------------------------------------------- the steps
+
+
+def _no_gpu(ctx: _Context) -> str:
+    return f"this run needs a GPU and none is present ({ctx.chain.gpu_reason})"
+
+
+def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult | Evaluation:
+    o = ctx.options
+    what = "baseline + harness + candidate" if source is not None else "baseline + harness"
+    ctx.progress(f"{ctx.spec.name}/{ctx.precision}: compile {what} for {ctx.chain.arch}")
+    with ctx.phase("compile"):
+        built = build(
+            ctx.spec,
+            ctx.precision,
+            ctx.chain,
+            source,
+            flags,
+            work_dir=ctx.work / "build",
+            harness_dir=o.harness_dir,
+            cache_dir=o.build_cache,
+            timeout_s=o.compile_timeout_s,
+        )
+    if built.ok:
+        if built.cache_hits:
+            ctx.progress(f"  build cache hits: {', '.join(built.cache_hits)}")
+        ctx.exe = built.executable or ""
+        return built
+    failure = built.failure
+    assert failure is not None
+    system_part = failure.role != "candidate"
+    first_error = next((ln.strip() for ln in failure.log.splitlines() if "error" in ln.lower()), "")
+    reason = (
+        f"{failure.role} failed to compile (a task/harness problem, not the candidate's): {first_error}"
+        if system_part
+        else f"candidate failed to compile: {first_error}"
+    )
+    return ctx.base(
+        verdict=Verdict.COMPILE_ERROR,
+        reason=reason,
+        compile=failure,
+        notes=built.notes,
+        kind="candidate" if source is not None else "baseline",
+    )
+
+
+def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool) -> Evaluation:
+    spec, precision, o = ctx.spec, ctx.precision, ctx.options
+    kernels = (
+        baseline_kernel_names(spec.baseline_source(precision))
+        if spec.baseline_source(precision).is_file()
+        else ()
+    )
+    report = check_source(source, spec, precision, kernels)
+    if not report.ok:
+        msgs = report.messages()
+        return ctx.base(
+            verdict=Verdict.REJECTED,
+            reason=msgs[0] + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""),
+            static_violations=msgs,
+        )
+
+    built = _build(ctx, source, flags)
+    if isinstance(built, Evaluation):
+        return built
+    compiled, notes = built.candidate, list(built.notes)
+    if compile_only:
+        where = "" if ctx.chain.gpu else f"; no GPU is present ({ctx.chain.gpu_reason}), so nothing was run"
+        return ctx.base(
+            verdict=Verdict.OK,
+            kind="compile_only",
+            compile=compiled,
+            notes=tuple(notes),
+            reason=f"compiled and linked for {ctx.chain.arch}{where}",
+        )
+    if ctx.chain.gpu is None:
+        return ctx.base(verdict=Verdict.NO_GPU, reason=_no_gpu(ctx), compile=compiled, notes=tuple(notes))
+
+    # Correctness: every size, every seed, against the baseline's output.
+    ctx.progress(f"{spec.name}/{precision}: check {len(spec.sizes)} sizes x {o.seeds} seeds")
+    with ctx.phase("check"):
+        run = ctx.run("check", "candidate", list(spec.sizes), o.check_timeout_s)
+    if not run.ok:
+        return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=ctx.sizes(), locate=True)
+    sizes = _merge_check(ctx.sizes(), run.data)
+    bad = [s for s in sizes if not s.correct or s.inputs_unchanged is False]
+    if bad:
+        return ctx.base(
+            verdict=Verdict.INCORRECT,
+            reason=_mismatch_reason(bad[0]),
+            sizes=tuple(sizes),
+            compile=compiled,
+            notes=tuple(notes),
+        )
+
+    # Timing: baseline (cached per task, precision, GPU model, harness) then candidate.
+    baseline, cached = _baseline_times(ctx)
+    if isinstance(baseline, Evaluation):
+        return replace(baseline, kind="candidate", compile=compiled, notes=tuple(notes))
+    ctx.progress(
+        f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)"
+    )
+    with ctx.phase("time"):
+        run = ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s)
+    if not run.ok:
+        return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
+    cand = _timings(run.data)
+    sizes = [replace(s, baseline=baseline.get(s.index), candidate=cand.get(s.index)) for s in sizes]
+    scored = score_sizes(sizes)
+
+    profiles: tuple[Profile, ...] = ()
+    if o.profile != "none":
+        # Kernel names are checked statically to end in _kernel_optimized; ncu matches the base name.
+        profiles, note = _profile(ctx, "candidate", "_optimized")
+        notes += [note] if note else []
+    return ctx.base(
+        verdict=Verdict.OK,
+        reason="correct at every size and seed",
+        sizes=scored.sizes,
+        score=scored.score,
+        geomean_speedup=scored.geomean,
+        flags=scored.flags,
+        notes=tuple(notes),
+        compile=compiled,
+        profiles=profiles,
+        baseline_cached=cached,
+    )
+
+
+def _evaluate_baseline(ctx: _Context) -> Evaluation:
+    built = _build(ctx, None, None)
+    if isinstance(built, Evaluation):
+        return built
+    if ctx.chain.gpu is None:
+        return ctx.base(verdict=Verdict.NO_GPU, kind="baseline", reason=_no_gpu(ctx), compile=built.baseline)
+    baseline, cached = _baseline_times(ctx)
+    if isinstance(baseline, Evaluation):
+        return replace(baseline, kind="baseline", compile=built.baseline)
+    sizes = score_sizes([replace(s, baseline=baseline.get(s.index)) for s in ctx.sizes()])
+    profiles: tuple[Profile, ...] = ()
+    notes: list[str] = []
+    if ctx.options.profile != "none":
+        names = baseline_kernel_names(ctx.spec.baseline_source(ctx.precision))
+        # Whole base names; a template kernel may be listed with its arguments ("k<256>").
+        regex = "^(" + "|".join(re.escape(n) for n in names) + ")($|<)" if names else None
+        profiles, note = _profile(ctx, "baseline", regex)
+        notes += [note] if note else []
+    return ctx.base(
+        verdict=Verdict.OK,
+        kind="baseline",
+        reason="baseline timed",
+        sizes=sizes.sizes,
+        flags=sizes.flags,
+        compile=built.baseline,
+        profiles=profiles,
+        baseline_cached=cached,
+        notes=tuple(notes),
+    )
+
+
+def _merge_check(sizes: list[SizeResult], data: dict[str, Any] | None) -> list[SizeResult]:
+    by_index = {int(e.get("index", i)): e for i, e in enumerate((data or {}).get("sizes", []))}
+    out = []
+    for s in sizes:
+        entry = by_index.get(s.index)
+        if entry is None:
+            out.append(replace(s, correct=False, first_mismatch={"error": "the harness reported no result"}))
+            continue
+        out.append(
+            replace(
+                s,
+                correct=bool(entry.get("correct")),
+                inputs_unchanged=entry.get("inputs_unchanged"),
+                first_mismatch=entry.get("first_mismatch"),
+                changed_input=entry.get("changed_input"),
+                out_of_bounds=entry.get("out_of_bounds"),
+            )
+        )
+    return out
+
+
+def _mismatch_reason(size: SizeResult) -> str:
+    if size.out_of_bounds:
+        return f"at {size.label} the call wrote out of bounds: {size.out_of_bounds}"
+    if size.inputs_unchanged is False:
+        which = f" ({size.changed_input})" if size.changed_input else ""
+        return f"at {size.label} the candidate modified its inputs{which}"
+    m = size.first_mismatch or {}
+    if "index" in m:
+        return (
+            f"at {size.label} (seed {m.get('seed')}): {m.get('output')}[{m.get('index')}] expected "
+            f"{m.get('expected')} got {m.get('got')}; {m.get('mismatches')} of {m.get('total')} elements "
+            "out of tolerance"
+        )
+    return f"at {size.label}: {m.get('error') or 'output out of tolerance'}"
+
+
+def _timings(data: dict[str, Any] | None) -> dict[int, TimingStats]:
+    out = {}
+    for i, entry in enumerate((data or {}).get("sizes", [])):
+        stats = timing_of(entry)
+        if stats is not None:
+            out[int(entry.get("index", i))] = stats
+    return out
+
+
+def _crashed(
+    ctx: _Context,
+    run: HarnessRun,
+    *,
+    sizes: list[SizeResult],
+    locate: bool = False,
+    kind: str = "candidate",
+    compile: CompileResult | None = None,
+    notes: tuple[str, ...] = (),
+) -> Evaluation:
+    """A harness run that did not complete: find the size, keep the memcheck log, pick the verdict."""
+    crash = run.crash or CrashInfo("missing_output", "no result JSON")
+    impl = run.impl
+    system = crash.kind in SYSTEM_KINDS
+    if crash.size_index is None and len(ctx.spec.sizes) == 1:
+        crash = replace(crash, size_index=0)
+    if locate and crash.size_index is None and not system:
+        # The harness left no checkpoint: rerun the sizes one by one to name the one that fails.
+        for i, size in enumerate(ctx.spec.sizes):
+            ctx.progress(f"  locating the crash: size {i} ({format_size(size)})")
+            with ctx.phase("locate"):
+                single = ctx.run(run.mode, impl, [size], ctx.options.check_timeout_s, name=f"locate-{i}")
+            if not single.ok:
+                crash = replace(single.crash or crash, size_index=i)
+                break
+    memcheck = ""
+    if kind == "candidate" and not system and crash.kind != "timeout":
+        memcheck = _memcheck(ctx, impl, crash.size_index)
+    verdict = {"timeout": Verdict.TIMEOUT, "no_device": Verdict.NO_GPU}.get(crash.kind, Verdict.RUNTIME_ERROR)
+    index = crash.size_index
+    where = (
+        f" at {format_size(ctx.spec.sizes[index])}"
+        if index is not None and index < len(ctx.spec.sizes)
+        else ""
+    )
+    blame = " (not the candidate's fault: a task, harness or machine problem)" if system else ""
+    return ctx.base(
+        verdict=verdict,
+        kind=kind,
+        reason=f"{crash.kind}{where} during {run.mode}: {crash.message}{blame}",
+        crash=crash,
+        memcheck_log=memcheck,
+        sizes=tuple(sizes),
+        compile=compile,
+        notes=notes,
+    )
+
+
+def _memcheck(ctx: _Context, impl: str, size_index: int | None) -> str:
+    if not ctx.chain.sanitizer:
+        return "compute-sanitizer not found; no memcheck log"
+    size = ctx.spec.sizes[size_index if size_index is not None else 0]
+    ctx.progress(f"  compute-sanitizer memcheck at {format_size(size)}")
+    prefix = [ctx.chain.sanitizer, "--tool", "memcheck", "--print-limit", "30", "--error-exitcode", "86"]
+    with ctx.phase("memcheck"):
+        run = ctx.run(
+            "check", impl, [size], ctx.options.memcheck_timeout_s, name="memcheck", prefix=prefix, seeds=1
+        )
+    log = run.result.output
+    if run.result.timed_out:
+        log += f"\n[memcheck stopped after {ctx.options.memcheck_timeout_s:.0f} s]"
+    return log[-64 * 1024 :]
+
+
+# ---------------------------------------------------------------- baseline timing cache
+
+
+def _timing_cache_dir(options: EvalOptions) -> Path:
+    return Path(
+        options.timing_cache
+        or os.environ.get("KW_TIMING_CACHE")
+        or Path.home() / ".cache" / "kernelweb" / "baseline-times"
+    )
+
+
+def baseline_cache_key(ctx: _Context) -> str:
+    spec, o = ctx.spec, ctx.options
+    parts = {
+        "task": spec.name,
+        "precision": ctx.precision,
+        "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
+        "harness": harness_hash(Path(o.harness_dir)),
+        "sources": hashlib.sha256(
+            spec.harness_source().read_bytes() + spec.baseline_source(ctx.precision).read_bytes()
+        ).hexdigest(),
+        "sizes": [format_size(s) for s in spec.sizes],
+        "constants": spec.constants,
+        "warmup": o.warmup,
+        "iters": o.iters,
+        "seed_base": o.seed_base,
+        "nvcc": ctx.chain.nvcc_version,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation, bool]:
+    o = ctx.options
+    path = _timing_cache_dir(o) / f"{ctx.spec.name}-{ctx.precision}-{baseline_cache_key(ctx)}.json"
+    if o.use_baseline_cache and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            times = {int(k): TimingStats.from_dict(v) for k, v in data["timings"].items()}
+            if len(times) == len(ctx.spec.sizes):
+                ctx.progress(f"{ctx.spec.name}/{ctx.precision}: baseline times from cache")
+                return times, True
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # unreadable cache entry: time again
+    ctx.progress(
+        f"{ctx.spec.name}/{ctx.precision}: time baseline ({o.warmup} warm-up + {o.iters} timed calls)"
+    )
+    with ctx.phase("time_baseline"):
+        run = ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s)
+    if not run.ok:
+        crashed = _crashed(ctx, run, sizes=ctx.sizes(), kind="baseline")
+        return replace(
+            crashed, reason="the baseline failed while timing (a task problem): " + crashed.reason
+        ), False
+    times = _timings(run.data)
+    if len(times) == len(ctx.spec.sizes):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(
+                {
+                    "task": ctx.spec.name,
+                    "precision": ctx.precision,
+                    "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
+                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "timings": {str(k): v.to_dict() for k, v in times.items()},
+                },
+                fh,
+                indent=1,
+            )
+        os.replace(tmp, path)
+    return times, False
+
+
+# ---------------------------------------------------------------- profiling
+
+
+def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[Profile, ...], str]:
+    """One ncu call per size; a failure becomes a note, never a verdict."""
+    o = ctx.options
+    if not ctx.chain.ncu:
+        return (), "profile skipped: ncu (Nsight Compute) not found"
+    profiles: list[Profile] = []
+    gpu = ctx.chain.gpu.name if ctx.chain.gpu else ""
+    for i, size in enumerate(ctx.spec.sizes):
+        ctx.progress(f"{ctx.spec.name}/{ctx.precision}: ncu ({o.profile}) {impl} at {format_size(size)}")
+        out = ctx.work / f"profile-{i}.json"
+        program = [
+            ctx.exe,
+            "--mode",
+            "profile",
+            "--impl",
+            impl,
+            "--size",
+            format_size(size),
+            "--seed-base",
+            str(o.seed_base),
+            "--out",
+            str(out),
+        ]
+        for name, value in ctx.spec.constants.items():
+            program += ["--const", format_size({name: value})]
+        with ctx.phase("profile"), ctx.gpu():
+            res = ncu.profile(
+                ctx.chain, program, o.profile, kernel_regex, ctx.work / f"ncu-{i}", o.profile_timeout_s
+            )
+        if not res.ok:
+            return tuple(profiles), f"profile at {format_size(size)} failed: {res.reason}"
+        profiles += [
+            ncu.to_profile(k, i, dict(size), o.profile, o.thresholds, ctx.chain.ncu_version, gpu)
+            for k in res.kernels
+        ]
+    return tuple(profiles), ""

@@ -1,0 +1,55 @@
+"""One GPU user at a time: an flock on a file named after the GPU (DESIGN §4 Timing).
+
+Every harness run (check, time, profile, memcheck) holds it, since any work
+on the GPU disturbs a timing in progress; compiles and LLM calls never do.
+The lock is per GPU UUID (or index), so workers pinned to different GPUs of
+one host do not wait for each other. The kernel releases an flock when its
+holder dies, so a crashed worker cannot wedge the GPU.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class GpuLockTimeout(TimeoutError):
+    pass
+
+
+def default_lock_dir() -> Path:
+    # Workers of different OS users sharing a GPU must point KW_LOCK_DIR at one shared folder.
+    return Path(os.environ.get("KW_LOCK_DIR") or Path.home() / ".cache" / "kernelweb" / "locks")
+
+
+@contextmanager
+def gpu_lock(
+    key: str, lock_dir: Path | str | None = None, timeout_s: float = 3600.0, poll_s: float = 0.2
+) -> Iterator[float]:
+    """Hold the lock for GPU `key`; yields the seconds spent waiting. Raises GpuLockTimeout."""
+    folder = Path(lock_dir) if lock_dir else default_lock_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"gpu-{key}.lock"
+    start = time.monotonic()
+    with open(path, "a+") as fh:
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() - start > timeout_s:
+                    raise GpuLockTimeout(f"waited {timeout_s:.0f} s for {path}") from None
+                time.sleep(poll_s)
+        waited = time.monotonic() - start
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")  # who holds it, for a human looking at a stuck GPU
+            fh.flush()
+            yield waited
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -1,0 +1,220 @@
+"""Run the harness executable (docs/task-format.md) and read what happened.
+
+The harness writes its JSON only to --out; exit code 0 means that JSON is
+complete. Anything else is a crash, classified here from the JSON `error`,
+the exit status and stderr, in that order of trust.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worker import sandbox
+from worker.results import CrashInfo, TimingStats
+from worker.spec import TaskSpec
+
+# CUDA error text (cudaGetErrorString) and enum names -> crash kind.
+CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("illegal_address", ("illegal memory access", "cudaErrorIllegalAddress")),
+    ("misaligned_address", ("misaligned address", "cudaErrorMisalignedAddress")),
+    ("launch_failure", ("unspecified launch failure", "cudaErrorLaunchFailure")),
+    ("out_of_resources", ("too many resources requested", "cudaErrorLaunchOutOfResources")),
+    ("invalid_configuration", ("invalid configuration argument", "cudaErrorInvalidConfiguration")),
+    ("device_assert", ("device-side assert", "cudaErrorAssert")),
+    ("illegal_instruction", ("illegal instruction", "cudaErrorIllegalInstruction")),
+    ("out_of_memory", ("out of memory", "cudaErrorMemoryAllocation")),
+    ("launch_timeout", ("launch timed out", "cudaErrorLaunchTimeout")),
+    ("no_kernel_image", ("no kernel image is available", "cudaErrorNoKernelImageForDevice")),
+    ("invalid_argument", ("invalid argument", "cudaErrorInvalidValue")),
+)
+SIGNALS = {
+    signal.SIGSEGV: "host_segfault",
+    signal.SIGBUS: "host_bus_error",
+    signal.SIGFPE: "host_fpe",
+    signal.SIGABRT: "abort",
+    signal.SIGILL: "host_illegal_instruction",
+    signal.SIGKILL: "killed",
+    signal.SIGXCPU: "cpu_time_limit",
+    signal.SIGXFSZ: "file_size_limit",
+}
+
+
+@dataclass(frozen=True)
+class HarnessRun:
+    mode: str
+    impl: str
+    data: dict[str, Any] | None  # the --out JSON when complete
+    result: sandbox.SandboxResult
+    crash: CrashInfo | None
+
+    @property
+    def ok(self) -> bool:
+        return self.crash is None and self.data is not None
+
+
+def format_size(params: dict[str, float]) -> str:
+    return ",".join(f"{k}={int(v) if float(v).is_integer() else repr(float(v))}" for k, v in params.items())
+
+
+def harness_argv(
+    exe: str,
+    spec: TaskSpec,
+    precision: str,
+    mode: str,
+    impl: str,
+    sizes: list[dict[str, float]],
+    out: str,
+    *,
+    seeds: int = 3,
+    seed_base: int = 20251122,
+    warmup: int = 3,
+    iters: int = 50,
+) -> list[str]:
+    argv = [exe, "--mode", mode, "--impl", impl]
+    for size in sizes:
+        argv += ["--size", format_size(size)]
+    for name, value in spec.constants.items():
+        argv += ["--const", format_size({name: value})]
+    if mode in ("validate", "check"):
+        tol = spec.tolerance(precision)
+        argv += [
+            "--seeds",
+            str(seeds),
+            "--seed-base",
+            str(seed_base),
+            "--atol",
+            repr(tol.atol),
+            "--rtol",
+            repr(tol.rtol),
+        ]
+    elif mode == "time":
+        argv += ["--seed-base", str(seed_base), "--warmup", str(warmup), "--iters", str(iters)]
+    else:
+        argv += ["--seed-base", str(seed_base)]
+    return argv + ["--out", out]
+
+
+# Failures the harness reports that are not the candidate's doing: never located or memchecked.
+SYSTEM_KINDS = frozenset(
+    {"bad_args", "no_candidate", "baseline_failed", "harness_error", "no_device", "not_started"}
+)
+
+
+def classify_crash(
+    res: sandbox.SandboxResult, data: dict[str, Any] | None, has_output: bool
+) -> CrashInfo | None:
+    """None when the run completed; otherwise the most specific reason the evidence supports.
+
+    The harness checkpoints its JSON before each risky step (error kind "incomplete" with the
+    size, seed and phase), so even a process that died says where; the exit status and stderr
+    say why.
+    """
+    error = (data or {}).get("error")
+    if res.returncode == 0 and not res.timed_out and data is not None and not error:
+        return None
+    err = error if isinstance(error, dict) else {}
+    index = err.get("size_index")
+    phase = f" (during {err['phase']})" if err.get("phase") else ""
+    stderr = res.stderr[-4000:]
+    common = {
+        "returncode": res.returncode,
+        "signal": res.signal,
+        "stderr_tail": stderr,
+        "size_index": index if isinstance(index, int) else None,
+    }
+    if res.timed_out:
+        return CrashInfo("timeout", f"killed after the {res.wall_s:.0f} s wall-clock limit{phase}", **common)
+    died = err.get("kind") == "incomplete"  # a checkpoint: where it was, not why it stopped
+    message = "" if died else str(err.get("message") or error or "")
+    evidence = f"{err.get('code') or ''}\n{message}\n{stderr}\n{res.stdout[-2000:]}"
+    for kind, needles in CUDA_ERRORS:
+        if any(n.lower() in evidence.lower() for n in needles):
+            return CrashInfo(kind, (message or _first_line_with(evidence, needles)) + phase, **common)
+    if res.signal is not None:
+        try:
+            name = signal.Signals(res.signal).name
+        except ValueError:
+            name = f"signal {res.signal}"
+        return CrashInfo(SIGNALS.get(res.signal, "signal"), f"the harness died from {name}{phase}", **common)
+    if res.returncode is None:
+        return CrashInfo("not_started", stderr.strip() or "the harness could not be started", **common)
+    if err and not died:
+        return CrashInfo(str(err.get("kind") or "cuda_error"), message, **common)
+    if res.returncode == 0:
+        what = "an unreadable" if has_output else "no"
+        return CrashInfo(
+            "missing_output", f"exit 0 but {what} result JSON (did the candidate exit early?)", **common
+        )
+    return CrashInfo("nonzero_exit", f"exit status {res.returncode}{phase}", **common)
+
+
+_NON_FINITE = re.compile(r"(?<=[:\[,\s])(-?)(nan|inf|infinity)\b(?=\s*[,}\]])", re.IGNORECASE)
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    """The harness JSON, or None if unreadable. printf-style non-finite numbers (nan, -inf), which
+    are not JSON, are read as NaN/Infinity: a mismatch report must not turn into a crash."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for attempt in (text, _NON_FINITE.sub(_json_non_finite, text)):
+        try:
+            data = json.loads(attempt)
+        except ValueError:
+            continue
+        return data if isinstance(data, dict) else None
+    return None
+
+
+def _json_non_finite(m: re.Match[str]) -> str:
+    if m.group(2).lower() == "nan":
+        return "NaN"
+    return f"{m.group(1)}Infinity"
+
+
+def _first_line_with(text: str, needles: tuple[str, ...]) -> str:
+    for line in text.splitlines():
+        if any(n.lower() in line.lower() for n in needles):
+            return line.strip()[:500]
+    return ""
+
+
+def run_harness(
+    exe: str,
+    spec: TaskSpec,
+    precision: str,
+    mode: str,
+    impl: str,
+    sizes: list[dict[str, float]],
+    work_dir: Path,
+    timeout_s: float,
+    *,
+    prefix: list[str] | None = None,
+    name: str | None = None,
+    **kwargs: int,
+) -> HarnessRun:
+    """One harness process (optionally under a tool given as `prefix`, e.g. compute-sanitizer)."""
+    tag = name or f"{mode}-{impl}"
+    out = work_dir / f"{tag}.json"
+    out.unlink(missing_ok=True)
+    argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out), **kwargs)]
+    res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS)
+    data = read_result(out) if out.is_file() else None
+    return HarnessRun(mode, impl, data, res, classify_crash(res, data, out.is_file()))
+
+
+# The harness runs untrusted device code: cap its files (JSON + kernel printf) well below the default.
+HARNESS_LIMITS = sandbox.Limits(file_bytes=512 * 1024 * 1024, processes=4096)
+
+
+def timing_of(entry: dict[str, Any]) -> TimingStats | None:
+    timing = entry.get("timing")
+    if not isinstance(timing, dict) or "mean_ms" not in timing:
+        return None
+    return TimingStats.from_dict(timing)

@@ -1,0 +1,227 @@
+"""Run an untrusted (or merely fallible) child process, contained (DESIGN §8).
+
+- argv only, never a shell;
+- its own session and process group, so a timeout kills the whole tree;
+- cwd is a scratch directory, HOME and TMPDIR point into it;
+- environment scrubbed to an allowlist: no API keys, no DATABASE_URL, no REDIS_URL;
+- stdout/stderr go to files; only a capped head+tail is read back;
+- resource limits (core, CPU time, file size, optionally process count).
+
+Limits are applied by a tiny Python trampoline that calls setrlimit and then
+execs the real program, instead of `preexec_fn`: the build compiles objects
+from several threads, and CPython documents `preexec_fn` as unsafe when the
+parent has threads (the forked child can deadlock on a lock held at fork).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_ALLOWLIST = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+)
+_MiB = 1024 * 1024
+
+# Runs in the child: apply limits, then replace itself with the real program.
+_TRAMPOLINE = """
+import os, resource, sys, json
+for name, value in json.loads(sys.argv[1]).items():
+    if value is None:
+        continue
+    kind = getattr(resource, name)
+    hard_now = resource.getrlimit(kind)[1]
+    soft, hard = value, (value + 5 if name == "RLIMIT_CPU" else value)  # SIGXCPU first, then SIGKILL
+    if hard_now != resource.RLIM_INFINITY:
+        soft, hard = min(soft, hard_now), min(hard, hard_now)
+    try:
+        resource.setrlimit(kind, (soft, hard))
+    except (ValueError, OSError) as exc:
+        sys.stderr.write(f"sandbox: cannot set {name}: {exc}\\n")
+argv = sys.argv[2:]
+try:
+    os.execvp(argv[0], argv)
+except OSError as exc:
+    sys.stderr.write(f"sandbox: cannot execute {argv[0]!r}: {exc}\\n")
+    os._exit(127)
+"""
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu_seconds: int | None = None  # RLIMIT_CPU; None: derived from the wall timeout
+    file_bytes: int | None = 2048 * _MiB  # RLIMIT_FSIZE: no single file above this
+    processes: int | None = None  # RLIMIT_NPROC counts all processes *and threads* of the user, so only
+    #                               a loose cap makes sense; None leaves it alone.
+    core_bytes: int = 0  # RLIMIT_CORE: no core dumps of untrusted code
+    # No RLIMIT_AS on purpose: the CUDA driver reserves huge virtual address ranges (unified
+    # addressing), and any address-space cap low enough to matter makes cuInit fail.
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    argv: tuple[str, ...]
+    returncode: int | None  # None only if the process could not be started
+    signal: int | None  # the signal that ended it, if any
+    timed_out: bool
+    wall_s: float
+    stdout: str  # capped (head + tail) text of the stdout file
+    stderr: str
+    stdout_path: str
+    stderr_path: str
+    cwd: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    @property
+    def output(self) -> str:
+        """stdout then stderr, as a compiler log is usually read."""
+        return self.stdout + (
+            ("\n" if self.stdout and not self.stdout.endswith("\n") else "") + self.stderr
+            if self.stderr
+            else ""
+        )
+
+
+def scrubbed_env(scratch: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    tmp = scratch / ".tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env["HOME"] = str(scratch)
+    env["TMPDIR"] = str(tmp)
+    env.update(extra or {})
+    return env
+
+
+def read_capped(path: Path, cap: int) -> str:
+    """The file's text if it fits in cap bytes, else its head and tail with a marker between."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            if size <= cap:
+                data = fh.read()
+                return data.decode("utf-8", errors="replace")
+            head = fh.read(cap // 2)
+            fh.seek(size - cap // 2)
+            tail = fh.read()
+    except FileNotFoundError:
+        return ""
+    skipped = size - len(head) - len(tail)
+    return (
+        head.decode("utf-8", errors="replace")
+        + f"\n[... {skipped} bytes not shown ...]\n"
+        + tail.decode("utf-8", errors="replace")
+    )
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(
+    argv: list[str] | tuple[str, ...],
+    cwd: Path | str,
+    timeout_s: float,
+    *,
+    env_extra: dict[str, str] | None = None,
+    limits: Limits = Limits(),
+    name: str = "run",
+    output_cap: int = 256 * 1024,
+    grace_s: float = 2.0,
+) -> SandboxResult:
+    """Run argv in cwd with a wall-clock timeout; the result is returned, never raised.
+
+    On timeout the process group gets SIGTERM, then SIGKILL after grace_s. When the
+    main process ends, anything left in its group (e.g. a background grandchild) is
+    killed too. A child that calls setsid() itself escapes the group; containing that
+    needs cgroups, which this module does not require.
+    """
+    cwd = Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = cwd / f"{name}.stdout", cwd / f"{name}.stderr"
+    rlimits = {
+        "RLIMIT_CORE": limits.core_bytes,
+        "RLIMIT_CPU": limits.cpu_seconds if limits.cpu_seconds is not None else int(timeout_s * 2) + 10,
+        "RLIMIT_FSIZE": limits.file_bytes,
+        "RLIMIT_NPROC": limits.processes,
+    }
+    full = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, json.dumps(rlimits), *[str(a) for a in argv]]
+    start = time.monotonic()
+    timed_out = False
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        try:
+            proc = subprocess.Popen(
+                full,
+                cwd=cwd,
+                env=scrubbed_env(cwd, env_extra),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            err.write(f"sandbox: cannot start {argv[0]!r}: {exc}\n".encode())
+            err.flush()
+            return SandboxResult(
+                tuple(map(str, argv)),
+                None,
+                None,
+                False,
+                0.0,
+                "",
+                read_capped(err_path, output_cap),
+                str(out_path),
+                str(err_path),
+                str(cwd),
+            )
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        # The session leader's pid is the group id; sweep whatever it left behind.
+        _kill_group(proc.pid, signal.SIGKILL)
+    wall = time.monotonic() - start
+    rc = proc.returncode
+    return SandboxResult(
+        argv=tuple(map(str, argv)),
+        returncode=rc,
+        signal=-rc if rc is not None and rc < 0 else None,
+        timed_out=timed_out,
+        wall_s=wall,
+        stdout=read_capped(out_path, output_cap),
+        stderr=read_capped(err_path, output_cap),
+        stdout_path=str(out_path),
+        stderr_path=str(err_path),
+        cwd=str(cwd),
+    )

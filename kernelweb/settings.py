@@ -196,6 +196,10 @@ if PRODUCTION and not FIELD_ENCRYPTION_KEYS:
 
 TASKS_DIR = Path(env_str("TASKS_DIR", str(BASE_DIR / "tasks")))
 
+# LLM calls: per-call timeout, and an optional JSON price table (USD per 1M tokens) over the defaults.
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 180.0, minimum=1.0)
+LLM_PRICES_FILE = env_str("LLM_PRICES_FILE")
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",

@@ -1,33 +1,155 @@
 """What a GPU worker does with a run it received: claim it, run the pipeline, record the end.
 
-A redelivered message (acks_late after a worker crash) finds the run no longer
-queued and does nothing: the claim is the idempotency guard.
+A redelivered message (acks_late after a worker crash) finds the run no longer queued and does
+nothing: the claim is the idempotency guard. The pipeline itself is Django-free (worker/pipeline.py);
+`DjangoSink` turns what it reports into Turn, AgentCall and Profile rows and RunEvents.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
 
 from apps.runs.events import event_append
-from apps.runs.services import run_claim, run_fail
-from worker.gpu import detect_gpu
+from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn
+from apps.runs.services import run_claim, run_fail, run_transition
+from worker import toolchain
+from worker.llm import OpenAIChatClient, PriceTable
+from worker.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
+from worker.prompts import HardwareInfo
+from worker.spec import SpecError, load_spec
 
 logger = logging.getLogger(__name__)
 
 
+class DjangoSink:
+    """Stores each pipeline report, then appends its event (published after commit)."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.turns: dict[tuple[int, int], Turn] = {}
+
+    def event(self, type: str, payload: dict) -> None:
+        event_append(self.run.pk, type, payload)
+
+    def turn(self, record: TurnRecord) -> None:
+        evaluation = record.evaluation
+        values = {
+            "kind": record.kind,
+            "parent": self.turns.get(record.parent) if record.parent else None,
+            "scheme": record.scheme,
+            "code": record.code,
+            "compile_command": record.compile_command,
+            "verdict": record.verdict,
+            "reason": record.reason,
+            "score": record.score,
+            "valid": record.valid,
+            "llm_seconds": record.llm_seconds,
+        }
+        if evaluation is not None:
+            compile_result = evaluation.compile
+            values.update(
+                compile_log=compile_result.log if compile_result else "",
+                ptxas={"kernels": [r.to_dict() for r in compile_result.resources]} if compile_result else {},
+                results=[s.to_dict() for s in evaluation.sizes],
+                compile_seconds=evaluation.phases.get("compile", 0.0),
+                eval_seconds=sum(evaluation.phases.get(k, 0.0) for k in ("check", "time", "memcheck")),
+                profile_seconds=evaluation.phases.get("profile", 0.0),
+            )
+        with transaction.atomic():
+            turn, _ = Turn.objects.update_or_create(
+                run=self.run, round_index=record.round_index, debug_index=record.debug_index, defaults=values
+            )
+            if evaluation is not None and record.finished:
+                turn.profiles.all().delete()
+                Profile.objects.bulk_create(
+                    Profile(
+                        turn=turn, size_index=p.size_index, size=p.params, kernel=p.kernel,
+                        bottleneck=str(p.bottleneck), filtered_metrics=p.metrics, full_metrics=p.full_metrics,
+                        tool_version=p.tool_version, gpu_name=p.gpu,
+                    )
+                    for p in evaluation.profiles
+                )
+        self.turns[record.key] = turn
+
+    def agent_call(self, turn: tuple[int, int], record: AgentCallRecord) -> None:
+        AgentCall.objects.create(
+            turn=self.turns[turn], role=record.role, model=record.model, messages=record.messages,
+            response=record.response, tokens_in=record.tokens_in, tokens_out=record.tokens_out,
+            cost_usd=Decimal(str(round(record.cost_usd, 6))), latency_s=record.latency_s, error=record.error,
+        )
+
+    def cancelled(self) -> bool:
+        return Run.objects.filter(pk=self.run.pk, status=RunStatus.CANCELLED).exists()
+
+
+def _client(run: Run) -> OpenAIChatClient:
+    endpoint = run.endpoint
+    if endpoint is None:
+        raise ValueError("the run has no LLM endpoint; add one in the admin (LLM endpoints) and launch again")
+    prices = PriceTable.load(settings.LLM_PRICES_FILE or None)
+    return OpenAIChatClient(endpoint.base_url, endpoint.get_api_key() or "none", run.model,
+                            timeout_s=settings.LLM_TIMEOUT_SECONDS, prices=prices)
+
+
+def _config(run: Run) -> PipelineConfig:
+    return PipelineConfig(
+        model=run.model, rounds=run.rounds, debug_rounds=run.debug_rounds, profile_mode=run.profile_mode,
+        agent_models=run.agent_models or {}, temperature=run.temperature, seed=run.seed,
+        time_budget_s=run.time_budget_s, token_budget=run.token_budget,
+        cost_budget_usd=float(run.cost_budget_usd) if run.cost_budget_usd is not None else None,
+    )
+
+
+def _finish(run: Run, sink: DjangoSink, result: PipelineResult) -> None:
+    best = sink.turns.get(result.best_turn) if result.best_turn else None
+    totals = {
+        "best_turn": best, "best_score": result.best_score, "tokens_in": result.tokens_in,
+        "tokens_out": result.tokens_out, "cost_usd": Decimal(str(round(result.cost_usd, 6))),
+        "wall_time_s": result.wall_seconds, "gpu_time_s": result.gpu_seconds,
+    }
+    Run.objects.filter(pk=run.pk).update(**totals)
+    if result.status == "cancelled":
+        return  # the cancel itself already moved the run and logged the event
+    target = RunStatus.SUCCEEDED if result.status == "succeeded" else RunStatus.FAILED
+    run_transition(run.pk, target, error=result.reason if target == RunStatus.FAILED else "")
+    if result.reason and target == RunStatus.SUCCEEDED:
+        event_append(run.pk, "run.note", {"note": result.reason})
+
+
 def run_execute(run_id: int) -> None:
-    gpu = detect_gpu()
+    chain = toolchain.detect()
+    gpu = chain.gpu
     host = socket.gethostname()
     if not run_claim(run_id, worker_host=host, gpu_name=gpu.name if gpu else ""):
         logger.info("run %s was not queued any more (claimed elsewhere or cancelled); skipping", run_id)
         return
-    event_append(run_id, "worker.info", {"host": host, "gpu": gpu.name if gpu else None})
+    event_append(run_id, "worker.info", {"host": host, "gpu": gpu.name if gpu else None, **chain.describe()})
     if gpu is None:
         run_fail(
             run_id,
-            f"No NVIDIA GPU on worker host {host}: runs need one to time and profile kernels. "
-            "Start a Celery worker on a GPU host (see README, 'GPU workers') and launch the run again.",
+            f"No NVIDIA GPU on worker host {host} ({chain.gpu_reason}): runs need one to time and profile "
+            "kernels. Start a Celery worker on a GPU host (see README, 'GPU workers') and launch the run again.",
         )
         return
-    run_fail(run_id, "The optimization pipeline is not installed on this worker yet.")
+    run = Run.objects.select_related("task", "endpoint").get(pk=run_id)
+    try:
+        spec = load_spec(settings.TASKS_DIR / run.task.spec_path)
+        client = _client(run)
+        config = _config(run)
+    except (SpecError, ValueError, OSError) as exc:
+        run_fail(run_id, f"cannot start the pipeline: {exc}")
+        return
+    sink = DjangoSink(run)
+    try:
+        result = Pipeline(spec, run.task.precision, config, client, sink,
+                          hardware=HardwareInfo.from_gpu(gpu), arch=chain.arch).run()
+    except Exception as exc:  # noqa: BLE001 - record any crash on the run instead of leaving it "running"
+        logger.exception("run %s crashed", run_id)
+        run_fail(run_id, f"internal error in the pipeline: {type(exc).__name__}: {exc}")
+        return
+    _finish(run, sink, result)

@@ -1,0 +1,411 @@
+"""The CUDAMaster optimization loop (paper Algorithm 1), plain Python.
+
+Round 0 evaluates (and profiles) the baseline. Each round i in 1..R: the Planner proposes one
+incremental scheme for the best code so far; the Coder rewrites; the Compiler agent proposes an nvcc
+command (whitelisted by the engine); the engine checks, times and profiles. An invalid candidate gets
+up to D debug rounds (Debug agent diagnoses, Coder fixes). A valid candidate with a higher P becomes
+the best; otherwise the Planner hears that its scheme failed and why.
+
+The loop talks to the outside only through a `Sink` (events, turns, agent calls, cancellation) and a
+`ChatClient`, so it runs the same under Celery (Django sink), from the CLI (JSON-lines sink) and in tests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from worker import prompts
+from worker.evaluate import EvalOptions, evaluate, evaluate_baseline
+from worker.extract import extract_code, extract_command
+from worker.flags import default_flags
+from worker.llm import ChatClient, LLMError
+from worker.results import Evaluation, Verdict
+from worker.spec import TaskSpec
+
+ROLES = ("planner", "coder", "compiler", "debug")
+PROFILE_MODES = ("filtered", "full", "none")
+
+# The Compiler agent is told what the whitelist accepts; worker/flags.py enforces it.
+ALLOWED_FLAGS_TEXT = (
+    "-O0, -O1, -O2, -O3",
+    "-arch=<the worker's sm_XX> or -gencode for it (no other architecture)",
+    "--use_fast_math",
+    "-lineinfo",
+    "-Xptxas <options> (e.g. -v, -O3, --allow-expensive-optimizations=true, -dlcm=ca)",
+    "-maxrregcount=<N>",
+    "-std=c++14 | c++17 | c++20",
+    "--extra-device-vectorization",
+    "-ftz=, -prec-div=, -prec-sqrt=, -fmad= (true|false)",
+    "-l<library> only where the task allows that library",
+)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    model: str
+    rounds: int = 3
+    debug_rounds: int = 3
+    profile_mode: str = "filtered"
+    agent_models: dict[str, str] = field(default_factory=dict)  # per-role override
+    temperature: float = 0.2
+    seed: int | None = None
+    max_tokens: int = 8192
+    use_compiler_agent: bool = True
+    time_budget_s: float | None = None
+    token_budget: int | None = None
+    cost_budget_usd: float | None = None
+    eval_options: EvalOptions = field(default_factory=EvalOptions)
+
+    def __post_init__(self):
+        if self.rounds < 0 or self.debug_rounds < 0:
+            raise ValueError("rounds and debug_rounds must be >= 0")
+        if self.profile_mode not in PROFILE_MODES:
+            raise ValueError(f"profile_mode must be one of {PROFILE_MODES}, not {self.profile_mode!r}")
+        unknown = set(self.agent_models) - set(ROLES)
+        if unknown:
+            raise ValueError(f"agent_models has unknown roles {sorted(unknown)}; roles are {ROLES}")
+
+    def model_for(self, role: str) -> str:
+        return self.agent_models.get(role) or self.model
+
+
+@dataclass(frozen=True)
+class AgentCallRecord:
+    role: str
+    model: str
+    messages: list[dict[str, str]]
+    response: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    round_index: int
+    debug_index: int
+    kind: str  # baseline | optimize | debug
+    parent: tuple[int, int] | None = None
+    scheme: str = ""
+    code: str = ""
+    compile_command: str = ""
+    evaluation: Evaluation | None = None
+    verdict: str = ""
+    reason: str = ""
+    score: float | None = None
+    valid: bool = False
+    finished: bool = False
+    llm_seconds: float = 0.0
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.round_index, self.debug_index)
+
+
+class Sink(Protocol):
+    """Where the pipeline reports. Every call is made in order, from one thread."""
+
+    def event(self, type: str, payload: dict[str, Any]) -> None: ...
+
+    def turn(self, record: TurnRecord) -> None:
+        """Store or update the turn with record.key (called when it starts and when it ends)."""
+
+    def agent_call(self, turn: tuple[int, int], record: AgentCallRecord) -> None: ...
+
+    def cancelled(self) -> bool:
+        """True once the user cancelled the run; the pipeline stops at the next step."""
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    status: str  # succeeded | failed | cancelled
+    reason: str
+    best_turn: tuple[int, int] | None
+    best_score: float | None
+    baseline: Evaluation | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    llm_seconds: float
+    gpu_seconds: float
+    wall_seconds: float
+    turns: int
+
+
+class _Stop(Exception):
+    """Ends the loop early: cancellation, a budget, or an endpoint that cannot answer."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _gpu_seconds(evaluation: Evaluation | None) -> float:
+    if evaluation is None:
+        return 0.0
+    return sum(v for k, v in evaluation.phases.items() if k in ("check", "time", "profile", "memcheck"))
+
+
+def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=old_name, tofile=new_name
+        )
+    )
+
+
+def _baseline_as_results(evaluation: Evaluation):
+    """The baseline's sizes as the Planner sees them: speedup 1 against itself."""
+    return [replace(size, speedup=1.0, speedup_median=1.0) for size in evaluation.sizes]
+
+
+def _debug_evidence(evaluation: Evaluation) -> tuple[str, Any]:
+    """Which log the Debug agent gets for an invalid candidate (paper Appendix B.4)."""
+    verdict = evaluation.verdict
+    if verdict == Verdict.COMPILE_ERROR and evaluation.compile is not None:
+        return "compile", evaluation.compile.log
+    if verdict == Verdict.REJECTED:
+        return "rejected", "\n".join(evaluation.static_violations) or evaluation.reason
+    if verdict == Verdict.TIMEOUT:
+        return "timeout", evaluation.reason
+    if verdict == Verdict.RUNTIME_ERROR:
+        return "runtime", evaluation.memcheck_log or evaluation.reason
+    mismatch = next((s.first_mismatch for s in evaluation.sizes if s.first_mismatch), None)
+    if mismatch:
+        size = next(s for s in evaluation.sizes if s.first_mismatch)
+        return "mismatch", {"size": dict(size.params), **mismatch}
+    return "mismatch", evaluation.reason
+
+
+class Pipeline:
+    def __init__(
+        self,
+        spec: TaskSpec,
+        precision: str,
+        config: PipelineConfig,
+        client: ChatClient,
+        sink: Sink,
+        *,
+        hardware: prompts.HardwareInfo | None = None,
+        arch: str = "sm_90",
+        evaluate_fn: Callable[..., Evaluation] = evaluate,
+        evaluate_baseline_fn: Callable[..., Evaluation] = evaluate_baseline,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.spec, self.precision, self.config = spec, precision, config
+        self.client, self.sink = client, sink
+        self.hardware = hardware or prompts.HardwareInfo(name="unknown GPU")
+        self.arch = hardware.arch if hardware and hardware.arch else arch
+        self.evaluate_fn, self.evaluate_baseline_fn = evaluate_fn, evaluate_baseline_fn
+        self.clock = clock
+        self.options = replace(config.eval_options, profile=config.profile_mode)
+        self.tokens_in = self.tokens_out = 0
+        self.cost = self.llm_seconds = self.gpu_seconds = 0.0
+        self.turns = 0
+        self.started = clock()
+
+    # ------------------------------------------------------------------ accounting and limits
+
+    def _check_limits(self) -> None:
+        if self.sink.cancelled():
+            raise _Stop("cancelled", "cancelled by user")
+        cfg = self.config
+        if cfg.time_budget_s is not None and self.clock() - self.started > cfg.time_budget_s:
+            raise _Stop("succeeded", f"stopped early: the time budget of {cfg.time_budget_s:.0f} s is spent")
+        if cfg.token_budget is not None and self.tokens_in + self.tokens_out >= cfg.token_budget:
+            raise _Stop("succeeded", f"stopped early: the token budget of {cfg.token_budget} is spent")
+        if cfg.cost_budget_usd is not None and self.cost >= cfg.cost_budget_usd:
+            raise _Stop("succeeded", f"stopped early: the cost budget of ${cfg.cost_budget_usd:.2f} is spent")
+
+    def _call(self, turn: tuple[int, int], role: str, messages: list[dict[str, str]]):
+        self._check_limits()
+        model = self.config.model_for(role)
+        self.sink.event("agent.started", {"round": turn[0], "debug": turn[1], "role": role, "model": model})
+        try:
+            answer = self.client.chat(
+                messages, model=model, temperature=self.config.temperature, max_tokens=self.config.max_tokens
+            )
+        except LLMError as exc:
+            record = AgentCallRecord(role, model, list(messages), error=exc.message)
+            self.sink.agent_call(turn, record)
+            self.sink.event("agent.failed", {"round": turn[0], "debug": turn[1], "role": role, "error": exc.message})
+            raise _Stop("failed", f"the {role} agent's LLM call failed: {exc.message}") from None
+        self.tokens_in += answer.tokens_in
+        self.tokens_out += answer.tokens_out
+        self.cost += answer.cost_usd
+        self.llm_seconds += answer.latency_s
+        record = AgentCallRecord(
+            role, answer.model or model, list(messages), answer.text, answer.tokens_in, answer.tokens_out,
+            answer.cost_usd, answer.latency_s,
+        )
+        self.sink.agent_call(turn, record)
+        self.sink.event(
+            "agent.finished",
+            {"round": turn[0], "debug": turn[1], "role": role, "model": record.model, "tokens_in": answer.tokens_in,
+             "tokens_out": answer.tokens_out, "cost_usd": answer.cost_usd, "latency_s": round(answer.latency_s, 3),
+             "text": prompts.clip(answer.text, 4000)},
+        )
+        return answer
+
+    # ------------------------------------------------------------------ steps
+
+    def _emit_turn(self, record: TurnRecord) -> None:
+        self.sink.turn(record)
+        if not record.finished:
+            self.sink.event("turn.started", {"round": record.round_index, "debug": record.debug_index,
+                                             "kind": record.kind})
+            return
+        evaluation = record.evaluation
+        payload: dict[str, Any] = {
+            "round": record.round_index, "debug": record.debug_index, "kind": record.kind,
+            "verdict": record.verdict, "reason": record.reason, "score": record.score, "valid": record.valid,
+        }
+        if evaluation is not None:
+            payload["sizes"] = [
+                {"params": s.params, "correct": s.correct, "speedup": s.speedup,
+                 "candidate_ms": s.candidate.mean_ms if s.candidate else None,
+                 "baseline_ms": s.baseline.mean_ms if s.baseline else None,
+                 "cv": s.candidate.cv if s.candidate else (s.baseline.cv if s.baseline else None)}
+                for s in evaluation.sizes
+            ]
+            payload["bottlenecks"] = sorted({str(p.bottleneck) for p in evaluation.profiles})
+            payload["flags"] = list(evaluation.flags)
+        self.sink.event("turn.finished", payload)
+
+    def _evaluate_candidate(self, key, kind, parent, scheme, code, command, llm_s) -> TurnRecord:
+        self.sink.event("compile.started", {"round": key[0], "debug": key[1], "command": command})
+        evaluation = self.evaluate_fn(self.spec, self.precision, code, command, self.options)
+        self.gpu_seconds += _gpu_seconds(evaluation)
+        if evaluation.compile is not None:
+            self.sink.event(
+                "compile.finished",
+                {"round": key[0], "debug": key[1], "ok": evaluation.compile.ok, "command": evaluation.compile.command,
+                 "log": prompts.clip(evaluation.compile.log, 4000), "notes": list(evaluation.notes)},
+            )
+        valid = evaluation.ok and evaluation.score is not None
+        return TurnRecord(
+            key[0], key[1], kind, parent, scheme, code,
+            evaluation.compile.command if evaluation.compile else command, evaluation,
+            str(evaluation.verdict), evaluation.reason, evaluation.score, valid, True, llm_s,
+        )
+
+    def _write_code(self, key, instructions: str, code: str, fix: bool) -> tuple[str | None, str, float]:
+        """Coder (+ Compiler agent): the new source and the proposed command, or None and why not."""
+        answer = self._call(key, "coder", prompts.coder_messages(
+            task=self.spec, precision=self.precision, hardware=self.hardware, code=code,
+            instructions=instructions, fix=fix))
+        llm_s = answer.latency_s
+        iface = self.spec.interfaces[self.precision]
+        extraction = extract_code(answer.text, iface.entry, answer.finish_reason)
+        if not extraction.ok:
+            return None, extraction.reason, llm_s
+        command = "nvcc " + " ".join(default_flags(self.arch))
+        if self.config.use_compiler_agent:
+            reply = self._call(key, "compiler", prompts.compiler_messages(
+                hardware=self.hardware, code=extraction.code, default_command=command,
+                allowed_flags=ALLOWED_FLAGS_TEXT))
+            llm_s += reply.latency_s
+            proposed = extract_command(reply.text)
+            if proposed.command:
+                command = proposed.command
+        return extraction.code, command, llm_s
+
+    def _attempt(self, key, kind, parent, scheme, base_code, fix) -> TurnRecord:
+        code, command_or_reason, llm_s = self._write_code(key, scheme, base_code, fix)
+        if code is None:
+            return TurnRecord(key[0], key[1], kind, parent, scheme, "", "", None, "no_code",
+                              f"the Coder's answer held no usable code: {command_or_reason}", None, False, True, llm_s)
+        diff_base = "baseline" if parent is None or parent == (0, 0) else f"turn {parent[0]}.{parent[1]}"
+        self.sink.event("turn.code", {"round": key[0], "debug": key[1],
+                                      "diff": unified_diff(base_code, code, diff_base, f"turn {key[0]}.{key[1]}")})
+        return self._evaluate_candidate(key, kind, parent, scheme, code, command_or_reason, llm_s)
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> PipelineResult:
+        baseline_code = self.spec.baseline_source(self.precision).read_text(encoding="utf-8")
+        best: TurnRecord | None = None
+        baseline: Evaluation | None = None
+        status, reason = "succeeded", ""
+        try:
+            self._check_limits()
+            start = TurnRecord(0, 0, "baseline", code=baseline_code, scheme="Naive baseline")
+            self._emit_turn(start)
+            baseline = self.evaluate_baseline_fn(self.spec, self.precision, self.options)
+            self.gpu_seconds += _gpu_seconds(baseline)
+            if not baseline.ok:
+                done = replace(start, evaluation=baseline, verdict=str(baseline.verdict), reason=baseline.reason,
+                               finished=True)
+                self._emit_turn(done)
+                return self._result("failed", f"the baseline could not be evaluated: {baseline.reason}", None,
+                                    baseline)
+            best = replace(start, evaluation=baseline, verdict=str(baseline.verdict), reason=baseline.reason,
+                           score=1.0, valid=True, finished=True)
+            self._emit_turn(best)
+            self.turns = 1
+            best_results = _baseline_as_results(baseline)
+            previous_plan = previous_failure = None
+
+            for round_index in range(1, self.config.rounds + 1):
+                key = (round_index, 0)
+                self._emit_turn(TurnRecord(round_index, 0, "optimize", parent=best.key))
+                planner = self._call(key, "planner", prompts.planner_messages(
+                    task=self.spec, precision=self.precision, hardware=self.hardware, code=best.code,
+                    results=best_results, profiles=best.evaluation.profiles if best.evaluation else None,
+                    previous_plan=previous_plan, previous_failure=previous_failure))
+                plan = planner.text.strip()
+                turn = self._attempt(key, "optimize", best.key, plan, best.code, fix=False)
+                turn = replace(turn, llm_seconds=turn.llm_seconds + planner.latency_s)
+                self._emit_turn(turn)
+                self.turns += 1
+
+                debug_index = 0
+                while not turn.valid and debug_index < self.config.debug_rounds:
+                    debug_index += 1
+                    dkey = (round_index, debug_index)
+                    self._emit_turn(TurnRecord(round_index, debug_index, "debug", parent=turn.key))
+                    if turn.evaluation is None:  # no code came out: ask the Coder again with the reason
+                        diagnosis = f"Your previous answer could not be used: {turn.reason}. Return the complete file."
+                        base = turn.code or best.code
+                    else:
+                        kind, log = _debug_evidence(turn.evaluation)
+                        debugger = self._call(dkey, "debug", prompts.debug_messages(
+                            task=self.spec, precision=self.precision, hardware=self.hardware, code=turn.code,
+                            kind=kind, log=log))
+                        diagnosis, base = debugger.text.strip(), turn.code
+                    turn = self._attempt(dkey, "debug", turn.key, diagnosis, base, fix=True)
+                    self._emit_turn(turn)
+                    self.turns += 1
+
+                previous_plan = plan
+                if turn.valid and turn.score is not None and turn.score > (best.score or 0):
+                    best = turn
+                    best_results = list(turn.evaluation.sizes)
+                    previous_failure = None
+                    self.sink.event("best.updated", {"round": turn.round_index, "debug": turn.debug_index,
+                                                     "score": turn.score})
+                elif turn.valid:
+                    previous_failure = (f"the kernel was correct but not faster: P {turn.score:.3f} "
+                                        f"does not beat the best P {best.score:.3f}")
+                else:
+                    previous_failure = (f"no valid kernel after {debug_index} fix attempt(s); last verdict "
+                                        f"{turn.verdict}: {turn.reason}")
+        except _Stop as stop:
+            status, reason = stop.status, stop.reason
+        return self._result(status, reason, best, baseline)
+
+    def _result(self, status, reason, best, baseline) -> PipelineResult:
+        return PipelineResult(
+            status=status, reason=reason, best_turn=best.key if best else None,
+            best_score=best.score if best else None, baseline=baseline,
+            tokens_in=self.tokens_in, tokens_out=self.tokens_out, cost_usd=self.cost,
+            llm_seconds=self.llm_seconds, gpu_seconds=self.gpu_seconds,
+            wall_seconds=self.clock() - self.started, turns=self.turns,
+        )

@@ -28,9 +28,10 @@ def gpu_chain():
 
 
 @pytest.fixture
-def options(tmp_path_factory):
+def options(tmp_path_factory, shared_build_cache):
+    # shared_build_cache honours KW_TEST_BUILD_CACHE, so objects compiled elsewhere can be carried in.
     root = tmp_path_factory.getbasetemp()
-    return EvalOptions(build_cache=str(root / "gpu-build"), timing_cache=str(root / "gpu-times"), iters=20)
+    return EvalOptions(build_cache=str(shared_build_cache), timing_cache=str(root / "gpu-times"), iters=20)
 
 
 @pytest.mark.parametrize(("spec", "precision"), CASES, ids=[f"{s.name}-{p}" for s, p in CASES])

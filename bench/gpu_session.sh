@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Device-machine runs, one part per call, results under $OUT (see docs/gpu-validation.md).
+#   env    toolchain and GPU facts          tests  `pytest -m gpu` (baselines, candidates, engine cases)
+#   bench  bench/eval_baselines.py + Otsu thresholds over the baseline profiles
+# Objects compiled on the dev machine travel in .build/cache (carry it) and are reused when nvcc matches.
+set -uo pipefail
+out=${OUT:-/tmp/kw-out}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 KW_TEST_BUILD_CACHE=$PWD/.build/cache KW_BUILD_CACHE=$PWD/.build/cache
+for part in "$@"; do
+  case $part in
+    env)
+      { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv;
+        nvcc --version | tail -2; ncu --version | tail -1; compute-sanitizer --version | tail -1;
+        python3 --version; python3 -c 'import numpy; print("numpy", numpy.__version__)'; } 2>&1 | tee "$out/env.txt" ;;
+    tests)
+      python3 -m pytest tests/worker/test_gpu.py -m gpu -q -rA -p no:cacheprovider -p no:django \
+        -o addopts="" --junitxml="$out/gpu-tests.xml" > "$out/gpu-tests.log" 2>&1
+      grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" "$out/gpu-tests.log" | tail -80 ;;
+    bench)
+      python3 bench/eval_baselines.py --profile filtered --runs 2 --json "$out/baselines.json" \
+        > "$out/bench.txt" 2> "$out/bench.err"; tail -45 "$out/bench.txt"
+      python3 -m worker thresholds --from-json "$out/baselines.json" 2>&1 | tee "$out/thresholds.txt" | tail -30 ;;
+    *) echo "unknown part $part" >&2; exit 2 ;;
+  esac
+done

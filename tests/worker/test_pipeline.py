@@ -1,0 +1,242 @@
+"""Algorithm 1's control flow with scripted agents.
+
+The LLM is the in-process ScriptedChatClient; the engine is replaced by a scripted evaluator that
+reads the verdict the test wrote into each candidate (`// outcome: ok 1.8`), because this machine has
+no GPU to time kernels. The real engine under the real pipeline runs in the GPU tests and the
+Celery end-to-end test.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support.specs import write_task
+from worker.llm import LLMError, LLMResponse, ScriptedChatClient
+from worker.pipeline import Pipeline, PipelineConfig
+from worker.results import CompileResult, Evaluation, SizeResult, TimingStats, Verdict
+from worker.spec import load_spec
+
+PLAN = "Use a grid-stride loop with float4 loads."
+COMMAND = "nvcc -O3 -arch=sm_90 --use_fast_math"
+
+
+def kernel(outcome: str) -> str:
+    return f"""Here is the kernel.
+```cuda
+// outcome: {outcome}
+#include <cuda_runtime.h>
+__global__ void add_kernel_optimized(const float* A, const float* B, float* C, int N) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) C[i] = A[i] + B[i];
+}}
+extern "C" void vadd_optimized(const float* A, const float* B, float* C, int N) {{
+    add_kernel_optimized<<<(N + 255) / 256, 256>>>(A, B, C, N);
+    cudaDeviceSynchronize();
+}}
+```"""
+
+
+def _timing(ms: float) -> TimingStats:
+    return TimingStats(samples=50, mean_ms=ms, median_ms=ms, min_ms=ms, max_ms=ms, std_ms=0.0, cv=0.0)
+
+
+class ScriptedEvaluator:
+    """Turns `// outcome: <verdict> [P]` in a candidate into the Evaluation the engine would return."""
+
+    def __init__(self, spec, baseline_verdict=Verdict.OK):
+        self.spec = spec
+        self.baseline_verdict = baseline_verdict
+        self.calls: list[tuple[str, str | None]] = []
+
+    def sizes(self, speedup: float | None, correct=True, mismatch=None):
+        return tuple(
+            SizeResult(index=i, params=dict(size), complexity=self.spec.complexity_of(size), correct=correct,
+                       first_mismatch=mismatch, baseline=_timing(1.0),
+                       candidate=_timing(1.0 / speedup) if speedup else None, speedup=speedup)
+            for i, size in enumerate(self.spec.sizes)
+        )
+
+    def baseline(self, spec, precision, options):
+        reason = "no GPU here" if self.baseline_verdict == Verdict.NO_GPU else ""
+        return Evaluation(task=spec.name, precision=precision, verdict=self.baseline_verdict, reason=reason,
+                          kind="baseline", sizes=self.sizes(None), phases={"time": 0.5})
+
+    def __call__(self, spec, precision, code, flags, options):
+        self.calls.append((code, flags))
+        verdict, *rest = re.search(r"// outcome: (.*)", code).group(1).split()
+        compile_ok = verdict != "compile_error"
+        compiled = CompileResult(role="candidate", ok=compile_ok, command=flags or "nvcc",
+                                 log="" if compile_ok else "kernel.cu(3): error: identifier \"x\" is undefined")
+        if verdict == "ok":
+            score = float(rest[0])
+            return Evaluation(task=spec.name, precision=precision, verdict=Verdict.OK, sizes=self.sizes(score),
+                              score=score, compile=compiled, phases={"compile": 1.0, "check": 0.2, "time": 0.3})
+        if verdict == "incorrect":
+            mismatch = {"seed": 1, "output": "C", "index": 7, "expected": 1.0, "got": 0.0}
+            return Evaluation(task=spec.name, precision=precision, verdict=Verdict.INCORRECT,
+                              reason="C[7] = 0 but expected 1", sizes=self.sizes(None, False, mismatch),
+                              compile=compiled)
+        return Evaluation(task=spec.name, precision=precision, verdict=Verdict.COMPILE_ERROR,
+                          reason="the candidate did not compile", compile=compiled)
+
+
+class ListSink:
+    def __init__(self, cancel_after_events: int | None = None):
+        self.events: list[tuple[str, dict]] = []
+        self.turns: dict[tuple[int, int], object] = {}
+        self.turn_log: list[tuple[tuple[int, int], bool]] = []
+        self.calls: list[tuple[tuple[int, int], object]] = []
+        self.cancel_after = cancel_after_events
+
+    def event(self, type, payload):
+        self.events.append((type, payload))
+
+    def turn(self, record):
+        self.turns[record.key] = record
+        self.turn_log.append((record.key, record.finished))
+
+    def agent_call(self, turn, record):
+        assert turn in self.turns, "an agent call must belong to a turn that was reported first"
+        self.calls.append((turn, record))
+
+    def cancelled(self):
+        return self.cancel_after is not None and len(self.events) >= self.cancel_after
+
+    def types(self):
+        return [t for t, _ in self.events]
+
+
+@pytest.fixture
+def spec(tmp_path):
+    return load_spec(write_task(tmp_path, "vadd") / "spec.toml")
+
+
+def run(spec, answers, *, rounds=1, debug_rounds=2, sink=None, evaluator=None, **config):
+    evaluator = evaluator or ScriptedEvaluator(spec)
+    client = ScriptedChatClient(list(answers))
+    sink = sink or ListSink()
+    pipeline = Pipeline(spec, "fp32", PipelineConfig(model="m", rounds=rounds, debug_rounds=debug_rounds, **config),
+                        client, sink, evaluate_fn=evaluator, evaluate_baseline_fn=evaluator.baseline)
+    return pipeline.run(), sink, client, evaluator
+
+
+def test_a_faster_valid_candidate_becomes_the_best(spec):
+    result, sink, client, evaluator = run(spec, [PLAN, kernel("ok 1.8"), COMMAND])
+    assert (result.status, result.best_turn, result.best_score) == ("succeeded", (1, 0), 1.8)
+    assert [r.role for _, r in sink.calls] == ["planner", "coder", "compiler"]
+    assert evaluator.calls[0][1] == COMMAND  # the Compiler agent's command reaches the engine
+    assert "vadd_optimized" in sink.turns[(1, 0)].code and sink.turns[(1, 0)].valid
+    assert "best.updated" in sink.types()
+
+
+def test_a_regression_is_rejected_and_the_planner_hears_why(spec):
+    answers = [PLAN, kernel("ok 1.5"), COMMAND, PLAN, kernel("ok 1.2"), COMMAND, PLAN, kernel("ok 1.1"), COMMAND]
+    result, sink, client, _ = run(spec, answers, rounds=3)
+    assert (result.best_turn, result.best_score) == ((1, 0), 1.5)
+    third_planner_prompt = client.calls[6][-1]["content"]
+    assert "The previous plan failed: the kernel was correct but not faster: P 1.200" in third_planner_prompt
+    assert "P 1.500" in third_planner_prompt
+    second_planner_prompt = client.calls[3][-1]["content"]
+    assert "The previous plan worked" in second_planner_prompt
+
+
+def test_a_compile_error_is_fixed_in_a_debug_round(spec):
+    answers = [PLAN, kernel("compile_error"), COMMAND, "Declare x before use.", kernel("ok 2.0"), COMMAND]
+    result, sink, client, _ = run(spec, answers)
+    assert (result.best_turn, result.best_score) == ((1, 1), 2.0)
+    debug_prompt = client.calls[3][-1]["content"]
+    assert 'identifier "x" is undefined' in debug_prompt  # the Debug agent saw the compile log
+    fix_prompt = client.calls[4][-1]["content"]
+    assert "Declare x before use." in fix_prompt
+    assert sink.turns[(1, 1)].kind == "debug" and sink.turns[(1, 1)].parent == (1, 0)
+
+
+def test_a_wrong_result_that_debug_cannot_fix_marks_the_scheme_invalid(spec):
+    answers = [PLAN, kernel("incorrect"), COMMAND]
+    for _ in range(2):
+        answers += ["Index is off by one.", kernel("incorrect"), COMMAND]
+    answers += [PLAN, kernel("ok 1.3"), COMMAND]
+    result, sink, client, _ = run(spec, answers, rounds=2, debug_rounds=2)
+    assert (result.best_turn, result.best_score) == ((2, 0), 1.3)
+    assert [k for k, finished in sink.turn_log if finished] == [(0, 0), (1, 0), (1, 1), (1, 2), (2, 0)]
+    assert not any(sink.turns[k].valid for k in [(1, 0), (1, 1), (1, 2)])
+    debug_prompt = client.calls[3][-1]["content"]
+    assert '"index": 7' in debug_prompt  # the first-mismatch JSON
+    planner_round_2 = client.calls[9][-1]["content"]
+    assert "no valid kernel after 2 fix attempt(s); last verdict incorrect" in planner_round_2
+
+
+def test_the_best_is_kept_when_every_round_fails(spec):
+    answers = [PLAN, kernel("incorrect"), COMMAND]
+    result, *_ = run(spec, answers, debug_rounds=0)
+    assert (result.status, result.best_turn, result.best_score) == ("succeeded", (0, 0), 1.0)
+
+
+def test_an_answer_without_code_is_an_invalid_turn_with_a_clear_reason(spec):
+    answers = [PLAN, "I would rather not write code.", kernel("ok 1.4"), COMMAND]  # no Debug agent: Coder retries
+    result, sink, client, _ = run(spec, answers, debug_rounds=1)
+    first = sink.turns[(1, 0)]
+    assert first.verdict == "no_code" and "held no usable code" in first.reason
+    assert result.best_turn == (1, 1)
+
+
+def test_no_compiler_agent_means_default_flags(spec):
+    result, sink, client, evaluator = run(spec, [PLAN, kernel("ok 1.2")], use_compiler_agent=False)
+    assert evaluator.calls[0][1].startswith("nvcc -O3 -arch=sm_90")
+    assert [r.role for _, r in sink.calls] == ["planner", "coder"]
+
+
+def test_single_run_ablation_has_no_optimization_rounds(spec):
+    result, sink, client, _ = run(spec, [], rounds=0)
+    assert (result.status, result.best_turn, result.turns) == ("succeeded", (0, 0), 1)
+
+
+def test_a_baseline_that_cannot_run_fails_the_run_with_its_reason(spec):
+    evaluator = ScriptedEvaluator(spec, baseline_verdict=Verdict.NO_GPU)
+    result, sink, client, _ = run(spec, [PLAN], evaluator=evaluator)
+    assert result.status == "failed" and "no GPU here" in result.reason
+    assert client.calls == []  # no LLM tokens spent on a run that cannot be evaluated
+
+
+def test_a_fatal_llm_error_fails_the_run_and_is_recorded(spec):
+    error = LLMError("the endpoint rejected the API key; update it in the admin", retriable=False, attempts=1)
+    result, sink, *_ = run(spec, [error])
+    assert result.status == "failed" and "update it in the admin" in result.reason
+    assert sink.calls[0][1].error.startswith("the endpoint rejected")
+    assert result.best_turn == (0, 0)
+
+
+def test_token_budget_stops_early_but_keeps_the_best(spec):
+    big = LLMResponse(text=PLAN, model="m", tokens_in=900, tokens_out=200, cost_usd=0.5, latency_s=0.1, attempts=1,
+                      finish_reason="stop", priced=True, estimated_tokens=False)
+    result, sink, client, _ = run(spec, [big, kernel("ok 1.1")], token_budget=1000)
+    assert result.status == "succeeded" and "token budget of 1000 is spent" in result.reason
+    assert (result.tokens_in, result.tokens_out, result.cost_usd) == (900, 200, 0.5)
+
+
+def test_cancellation_stops_at_the_next_step(spec):
+    sink = ListSink(cancel_after_events=4)
+    result, sink, client, _ = run(spec, [PLAN, kernel("ok 1.8"), COMMAND], sink=sink)
+    assert result.status == "cancelled"
+    assert len(client.calls) < 3
+
+
+def test_events_tell_the_story_in_order(spec):
+    result, sink, *_ = run(spec, [PLAN, kernel("ok 1.8"), COMMAND])
+    types = sink.types()
+    assert types[:2] == ["turn.started", "turn.finished"]  # the baseline
+    assert types.index("agent.started") < types.index("turn.code") < types.index("compile.started")
+    code_event = dict(sink.events)["turn.code"]
+    assert code_event["diff"].startswith("--- baseline\n+++ turn 1.0")
+    assert "+extern \"C\" void vadd_optimized" in code_event["diff"]
+    finished = [p for t, p in sink.events if t == "turn.finished"][-1]
+    assert finished["score"] == 1.8 and finished["sizes"][0]["speedup"] == 1.8
+
+
+def test_invalid_configuration_is_refused():
+    with pytest.raises(ValueError, match="profile_mode"):
+        PipelineConfig(model="m", profile_mode="sometimes")
+    with pytest.raises(ValueError, match="unknown roles"):
+        PipelineConfig(model="m", agent_models={"reviewer": "x"})

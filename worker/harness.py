@@ -20,7 +20,9 @@ from worker.spec import TaskSpec
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("illegal_address", ("illegal memory access", "cudaErrorIllegalAddress")),
+    # A store far outside every allocation can surface as an address-space error instead of an
+    # illegal address (seen on an H200, 2026-11-22): both are invalid memory accesses.
+    ("illegal_address", ("illegal memory access", "cudaErrorIllegalAddress", "cudaErrorInvalidAddressSpace")),
     ("misaligned_address", ("misaligned address", "cudaErrorMisalignedAddress")),
     ("launch_failure", ("unspecified launch failure", "cudaErrorLaunchFailure")),
     ("out_of_resources", ("too many resources requested", "cudaErrorLaunchOutOfResources")),

@@ -1,7 +1,8 @@
 // Adversarial candidate (vector_add FP32): computes C, then one thread writes 1 GiB
 // past the end of C, far outside any allocation.
 // Expected: runtime error. Usually the write faults: the harness reports error kind
-// "cuda_error", code cudaErrorIllegalAddress, phase "candidate call", exit status 1;
+// "cuda_error", code cudaErrorIllegalAddress (on an H200 we saw cudaErrorInvalidAddressSpace; both
+// classify as illegal_address), phase "candidate call", exit status 1;
 // compute-sanitizer --tool memcheck reports "Invalid __global__ write of size 4".
 // (Should the address happen to be mapped, memcheck still reports it.)
 #include <cuda_runtime.h>

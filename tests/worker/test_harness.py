@@ -51,6 +51,7 @@ def test_a_cuda_error_reported_in_json_is_classified_by_its_code():
     ("code", "kind"),
     [
         ("cudaErrorMisalignedAddress", "misaligned_address"),
+        ("cudaErrorInvalidAddressSpace", "illegal_address"),
         ("cudaErrorLaunchFailure", "launch_failure"),
         ("cudaErrorLaunchOutOfResources", "out_of_resources"),
         ("cudaErrorInvalidConfiguration", "invalid_configuration"),

@@ -2,6 +2,7 @@
 # Device-machine runs, one part per call, results under $OUT (see docs/gpu-validation.md).
 #   env    toolchain and GPU facts          tests  `pytest -m gpu` (baselines, candidates, engine cases)
 #   bench  bench/eval_baselines.py + Otsu thresholds over the baseline profiles
+#   cache  two passes over two tasks: the second reuses the build cache
 # Objects compiled on the dev machine travel in .build/cache (carry it) and are reused when nvcc matches.
 set -uo pipefail
 out=${OUT:-/tmp/kw-out}
@@ -18,9 +19,12 @@ for part in "$@"; do
         -o addopts="" --junitxml="$out/gpu-tests.xml" > "$out/gpu-tests.log" 2>&1
       grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" "$out/gpu-tests.log" | tail -80 ;;
     bench)
-      python3 bench/eval_baselines.py --profile filtered --runs 2 --json "$out/baselines.json" \
-        > "$out/bench.txt" 2> "$out/bench.err"; tail -45 "$out/bench.txt"
+      timeout 480 python3 bench/eval_baselines.py --profile filtered --runs 1 --json "$out/baselines.json" \
+        > "$out/bench.txt" 2> "$out/bench.err"; tail -32 "$out/bench.txt"
       python3 -m worker thresholds --from-json "$out/baselines.json" 2>&1 | tee "$out/thresholds.txt" | tail -30 ;;
+    cache)
+      python3 bench/eval_baselines.py --task vector_add --task softmax --profile none --runs 2 \
+        > "$out/bench-cache.txt" 2>&1; tail -14 "$out/bench-cache.txt" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

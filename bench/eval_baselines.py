@@ -20,6 +20,7 @@ import dataclasses
 import datetime
 import json
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -202,12 +203,16 @@ def main(argv: list[str] | None = None) -> int:
             row, record = run_one(spec, precision, chain, options, args.compile_only)
             rows.append(row)
             results.append({"run": run, **record})
+            # Each row as soon as it exists, and the JSON rewritten: a run cut short still reports.
+            print("  done  " + "  ".join(row.cells()), file=sys.stderr, flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
         print(table(rows))
         evaluation = sum(r.wall_s for r in rows)
         compile_total = sum(r.compile_s for r in rows)
-        print(f"totals: compile {compile_total:.1f} s, evaluation {evaluation:.1f} s", flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+        cvs = sorted(r.cv_largest for r in rows if r.cv_largest is not None)
+        median_cv = f", median CV at the largest size {statistics.median(cvs):.2%}" if cvs else ""
+        print(f"totals: compile {compile_total:.1f} s, evaluation {evaluation:.1f} s{median_cv}", flush=True)
     return 0
 
 

@@ -3,6 +3,7 @@
 #   env    toolchain and GPU facts          tests  `pytest -m gpu` (baselines, candidates, engine cases)
 #   bench  bench/eval_baselines.py + Otsu thresholds over the baseline profiles
 #   cache  two passes over two tasks: the second reuses the build cache
+#   demo   scripted-LLM pipeline runs on three operators   fast  the hand-written faster candidates
 # Objects compiled on the dev machine travel in .build/cache (carry it) and are reused when nvcc matches.
 set -uo pipefail
 out=${OUT:-/tmp/kw-out}
@@ -26,6 +27,15 @@ for part in "$@"; do
     cache)
       python3 bench/eval_baselines.py --task vector_add --task softmax --profile none --runs 2 \
         > "$out/bench-cache.txt" 2>&1; tail -14 "$out/bench-cache.txt" ;;
+    demo)
+      # Headless pipeline runs with the scripted LLM (demo/scripts), then imported as demo data.
+      for op in softmax matrix_mul dot_product; do
+        python3 -m worker optimize --task $op --precision fp32 --llm demo/scripts/${op}_fp32_demo.json \
+          --rounds 2 --debug-rounds 1 --profile filtered --out "$out/${op}_fp32_trajectory.json" 2>>"$out/demo.log" \
+          | tee -a "$out/demo.txt"
+      done ;;
+    fast)
+      python3 bench/gpu_candidates.py tests/gpu_candidates/*_fast.cu --json "$out/fast.json" 2>&1 | tee "$out/fast.txt" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

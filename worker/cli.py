@@ -18,6 +18,7 @@ from worker.build import HARNESS_DIR, REPO_ROOT
 from worker.evaluate import EvalOptions, evaluate, evaluate_baseline, validate
 from worker.results import Evaluation, Verdict
 from worker.spec import PRECISIONS, TaskSpec, discover
+from worker.trajectory import run_optimize
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 TASKS_ROOT = REPO_ROOT / "tasks"
@@ -319,6 +320,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", help="save the baseline Evaluations profiled here")
     p.set_defaults(func=cmd_thresholds)
+    p = sub.add_parser("optimize", help="run the agent pipeline headless and write the trajectory")
+    p.add_argument("--task", required=True)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    p.add_argument("--llm", required=True, help="an OpenAI-compatible base URL, or a script .json to serve")
+    p.add_argument("--model", default="scripted")
+    p.add_argument("--api-key", default="", help="default: none (scripted servers need no key)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--debug-rounds", type=int, default=3)
+    p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="filtered")
+    p.add_argument("--temperature", type=float, default=0.2)
+    p.add_argument("--no-compiler-agent", action="store_true", help="default flags instead of the agent's")
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--prices", help="JSON price table overriding the defaults (USD per 1M tokens)")
+    p.add_argument("--out", required=True, help="trajectory JSON to write")
+    p.set_defaults(func=run_optimize)
     return parser
 
 

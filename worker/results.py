@@ -205,7 +205,8 @@ class Evaluation(_Serializable):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Evaluation:
-        d = dict(d)
+        # Keys this version does not know (e.g. a bench's "run" counter) are ignored, not fatal.
+        d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         d["verdict"] = Verdict(d["verdict"])
         d["sizes"] = tuple(SizeResult.from_dict(s) for s in d.get("sizes", ()))
         d["profiles"] = tuple(Profile.from_dict(p) for p in d.get("profiles", ()))

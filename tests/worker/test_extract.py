@@ -15,7 +15,7 @@ from worker.flags import check_flags
 from worker.spec import load_spec
 from worker.static_checks import check_source
 
-DEMO = Path(__file__).parents[1] / "support" / "scripts" / "vector_add_demo.json"
+DEMO = Path(__file__).parents[2] / "demo" / "scripts" / "vector_add_demo.json"
 
 GOOD = """\
 #include <cuda_runtime.h>

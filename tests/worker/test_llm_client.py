@@ -12,7 +12,7 @@ import socket
 import openai
 import pytest
 
-from tests.support.scripted_llm import ScriptedLLM, detect_agent
+from worker.scripted_llm import ScriptedLLM, detect_agent
 from worker.llm import (
     ChatClient,
     LLMError,

@@ -240,3 +240,33 @@ def test_invalid_configuration_is_refused():
         PipelineConfig(model="m", profile_mode="sometimes")
     with pytest.raises(ValueError, match="unknown roles"):
         PipelineConfig(model="m", agent_models={"reviewer": "x"})
+
+
+def test_a_headless_trajectory_round_trips_through_json(spec, tmp_path):
+    import json
+
+    from worker import toolchain as tc
+    from worker.trajectory import TrajectorySink, load
+
+    sink = TrajectorySink()
+    answers = [PLAN, kernel("compile_error"), COMMAND, "Declare x.", kernel("ok 2.0"), COMMAND]
+    result, sink, *_ = run(spec, answers, sink=sink)
+    config = PipelineConfig(model="m", rounds=1, debug_rounds=2)
+    document = sink.document(spec=spec, precision="fp32", config=config, result=result, chain=tc.detect())
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(document))
+    data = load(path)
+    assert [(t["round_index"], t["debug_index"], t["verdict"]) for t in data["turns"]] == [
+        (0, 0, "ok"), (1, 0, "compile_error"), (1, 1, "ok")
+    ]
+    assert [c["role"] for c in data["turns"][1]["agent_calls"]] == ["planner", "coder", "compiler"]
+    assert data["result"]["best_turn"] == [1, 1] and data["events"][0]["type"] == "turn.started"
+
+
+def test_a_file_that_is_not_a_trajectory_is_refused_clearly(tmp_path):
+    from worker.trajectory import load
+
+    path = tmp_path / "x.json"
+    path.write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="not a KernelWeb trajectory"):
+        load(path)

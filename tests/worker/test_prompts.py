@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.scripted_llm import ScriptedLLM, detect_agent
+from worker.scripted_llm import ScriptedLLM, detect_agent
 from worker import prompts
 from worker.extract import extract_code, extract_command
 from worker.gpu import GpuInfo
@@ -30,7 +30,7 @@ from worker.prompts import (
 from worker.results import Bottleneck, Profile, SizeResult
 from worker.spec import TaskSpec, Tolerance, parse_signature
 
-DEMO = Path(__file__).parents[1] / "support" / "scripts" / "vector_add_demo.json"
+DEMO = Path(__file__).parents[2] / "demo" / "scripts" / "vector_add_demo.json"
 PAPER = (
     Path(os.environ.get("KW_REFERENCE_DIR", "/work/shared/reference")) / "cudamaster-mskernelbench-paper.txt"
 )

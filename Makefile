@@ -32,6 +32,7 @@ migrate: install
 run: migrate
 	$(BIN)/python manage.py sync_tasks
 	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py import_trajectory demo/trajectories/*.json --public --skip-existing
 	@echo ""
 	@echo "  KernelWeb is starting at http://$(HOST):$(PORT)/  (Ctrl-C stops the web server and the worker)"
 	@echo ""

@@ -148,9 +148,13 @@ class _Stop(Exception):
 
 
 def _gpu_seconds(evaluation: Evaluation | None) -> float:
+    """Time in harness runs (check, timing, profile, memcheck): the evaluation less compile and lock waits."""
     if evaluation is None:
         return 0.0
-    return sum(v for k, v in evaluation.phases.items() if k in ("check", "time", "profile", "memcheck"))
+    phases = evaluation.phases
+    if "total" in phases:
+        return max(0.0, phases["total"] - phases.get("compile", 0.0) - phases.get("lock_wait", 0.0))
+    return sum(v for k, v in phases.items() if k not in ("compile", "lock_wait"))
 
 
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:

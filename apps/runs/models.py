@@ -70,6 +70,9 @@ class Run(models.Model):
     wall_time_s = models.FloatField(default=0)
     gpu_time_s = models.FloatField(default=0)
 
+    # Where the run came from: "" for runs executed here, "import:<sha256>" for a loaded trajectory.
+    origin = models.CharField(max_length=80, blank=True, db_index=True)
+
     # Event stream bookkeeping: the last RunEvent.seq handed out for this run.
     last_event_seq = models.PositiveBigIntegerField(default=0, editable=False)
 

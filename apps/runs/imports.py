@@ -1,0 +1,74 @@
+"""Load a headless trajectory (worker/trajectory.py) into the database as a finished run.
+
+Turns, agent calls and profiles go through the same DjangoSink a live run uses, so an imported run
+looks exactly like one executed here; its events are replayed in their recorded order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import Decimal
+
+from django.db import transaction
+
+from apps.catalog.models import Task
+from apps.runs.events import event_append
+from apps.runs.execution import DjangoSink
+from apps.runs.models import Run, RunStatus
+from apps.runs.services import run_transition
+from worker.pipeline import AgentCallRecord, TurnRecord
+from worker.results import Evaluation
+
+
+class TrajectoryImportError(ValueError):
+    """The trajectory cannot be imported; the message says what to do."""
+
+
+def _turn(data: dict) -> TurnRecord:
+    fields = {k: v for k, v in data.items() if k in TurnRecord.__dataclass_fields__}
+    fields["evaluation"] = Evaluation.from_dict(data["evaluation"]) if data.get("evaluation") else None
+    fields["parent"] = tuple(data["parent"]) if data.get("parent") else None
+    return TurnRecord(**fields)
+
+
+def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = False) -> Run:
+    origin = "import:" + hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    existing = Run.objects.filter(origin=origin).first()
+    if existing and not force:
+        raise TrajectoryImportError(f"this trajectory is already run {existing.pk}; pass --force to import it again")
+    task = Task.objects.filter(suite=data["suite"], operator=data["task"], precision=data["precision"]).first()
+    if task is None:
+        raise TrajectoryImportError(
+            f"no task {data['suite']}/{data['task']}/{data['precision']} in the database; run `manage.py sync_tasks`"
+        )
+    config, result = data["config"], data["result"]
+    with transaction.atomic():
+        run = Run.objects.create(
+            task=task, owner=owner, is_public=public, origin=origin, model=config.get("model", ""),
+            agent_models=config.get("agent_models") or {}, rounds=config.get("rounds", 0),
+            debug_rounds=config.get("debug_rounds", 0), profile_mode=config.get("profile_mode", "filtered"),
+            temperature=config.get("temperature", 0.0), seed=config.get("seed"),
+        )
+        event_append(run.pk, "run.queued", {"task": task.slug, "model": run.model, "imported": True})
+        run_transition(run.pk, RunStatus.RUNNING, worker_host="imported", gpu_name=data.get("gpu", ""))
+        sink = DjangoSink(run)
+        for turn in data["turns"]:
+            record = _turn(turn)
+            sink.turn(record)
+            for call in turn.get("agent_calls", []):
+                sink.agent_call(record.key, AgentCallRecord(**call))
+        for event in data["events"]:
+            sink.event(event["type"], event["payload"])
+        best = sink.turns.get(tuple(result["best_turn"])) if result.get("best_turn") else None
+        Run.objects.filter(pk=run.pk).update(
+            best_turn=best, best_score=result.get("best_score"), tokens_in=result.get("tokens_in", 0),
+            tokens_out=result.get("tokens_out", 0), cost_usd=Decimal(str(round(result.get("cost_usd", 0.0), 6))),
+            wall_time_s=result.get("wall_seconds", 0.0), gpu_time_s=result.get("gpu_seconds", 0.0),
+        )
+        status = {"succeeded": RunStatus.SUCCEEDED, "cancelled": RunStatus.CANCELLED}.get(
+            result.get("status"), RunStatus.FAILED
+        )
+        run_transition(run.pk, status, error=result.get("reason", "") if status != RunStatus.SUCCEEDED else "")
+    run.refresh_from_db()
+    return run

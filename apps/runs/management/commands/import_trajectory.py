@@ -1,0 +1,37 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.runs.imports import trajectory_import
+from worker.trajectory import load
+
+
+class Command(BaseCommand):
+    help = "Load trajectories written by `python -m worker optimize` into the database as finished runs."
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+")
+        parser.add_argument("--owner", help="username owning the runs (default: the first superuser)")
+        parser.add_argument("--public", action="store_true", help="visible to every signed-in user")
+        parser.add_argument("--force", action="store_true", help="import a file again even if already loaded")
+        parser.add_argument("--skip-existing", action="store_true", help="skip files already imported")
+
+    def handle(self, *args, paths, owner=None, public=False, force=False, skip_existing=False, **options):
+        User = get_user_model()
+        user = (User.objects.filter(username=owner).first() if owner
+                else User.objects.filter(is_superuser=True).order_by("pk").first())
+        if user is None:
+            raise CommandError(f"no user {owner!r}" if owner else "no superuser yet; run `manage.py ensure_admin`")
+        failures = 0
+        for path in paths:
+            try:
+                run = trajectory_import(load(path), owner=user, public=public, force=force)
+            except ValueError as exc:
+                if skip_existing and "already run" in str(exc):
+                    self.stdout.write(f"  skipped   {path}: {exc}")
+                    continue
+                failures += 1
+                self.stderr.write(self.style.ERROR(f"  failed    {path}: {exc}"))
+                continue
+            self.stdout.write(f"  imported  {path} -> run {run.pk} ({run.status}, best P {run.best_score})")
+        if failures:
+            raise CommandError(f"{failures} trajectory file(s) could not be imported")

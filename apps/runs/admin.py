@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from apps.runs.models import AgentCall, Profile, Run, RunEvent, Turn
+from apps.runs.services import run_cancel
 
 
 class TurnInline(admin.TabularInline):
@@ -21,6 +22,12 @@ class RunAdmin(admin.ModelAdmin):
     readonly_fields = ("last_event_seq", "created_at", "started_at", "finished_at", "best_turn")
     raw_id_fields = ("task", "owner", "endpoint")
     inlines = (TurnInline,)
+    actions = ("cancel_runs",)
+
+    @admin.action(description="Cancel selected runs (stops at the next pipeline step)")
+    def cancel_runs(self, request, queryset):
+        cancelled = sum(run_cancel(run) for run in queryset)
+        self.message_user(request, f"{cancelled} run(s) cancelled; finished runs were left as they are.")
 
 
 @admin.register(Turn)

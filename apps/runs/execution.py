@@ -16,7 +16,7 @@ from django.db import transaction
 
 from apps.runs.events import event_append
 from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn
-from apps.runs.services import run_claim, run_fail, run_transition
+from apps.runs.services import run_claim, run_fail, run_reclaim, run_transition
 from worker import toolchain
 from worker.llm import OpenAIChatClient, PriceTable
 from worker.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
@@ -125,9 +125,12 @@ def run_execute(run_id: int) -> None:
     chain = toolchain.detect()
     gpu = chain.gpu
     host = socket.gethostname()
-    if not run_claim(run_id, worker_host=host, gpu_name=gpu.name if gpu else ""):
-        logger.info("run %s was not queued any more (claimed elsewhere or cancelled); skipping", run_id)
-        return
+    gpu_name = gpu.name if gpu else ""
+    if not run_claim(run_id, worker_host=host, gpu_name=gpu_name):
+        status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+        if status != RunStatus.RUNNING or not run_reclaim(run_id, worker_host=host, gpu_name=gpu_name):
+            logger.info("run %s is %s; nothing to do", run_id, status or "gone")
+            return
     event_append(run_id, "worker.info", {"host": host, "gpu": gpu.name if gpu else None, **chain.describe()})
     if gpu is None:
         run_fail(

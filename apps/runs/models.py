@@ -70,6 +70,9 @@ class Run(models.Model):
     wall_time_s = models.FloatField(default=0)
     gpu_time_s = models.FloatField(default=0)
 
+    # How many workers have started this run: a second start means the first worker was lost.
+    attempts = models.PositiveSmallIntegerField(default=0, editable=False)
+
     # Where the run came from: "" for runs executed here, "import:<sha256>" for a loaded trajectory.
     origin = models.CharField(max_length=80, blank=True, db_index=True)
 

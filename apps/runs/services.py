@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from apps.runs.events import event_append
@@ -86,9 +87,33 @@ def run_transition(run_id: int, target: str, *, error: str = "", **fields) -> bo
     return changed
 
 
+MAX_ATTEMPTS = 2  # a run whose worker dies is started once more, then failed
+
+
 def run_claim(run_id: int, *, worker_host: str, gpu_name: str = "") -> bool:
     """Claim a queued run for this worker; exactly one of several racing claims wins."""
-    return run_transition(run_id, RunStatus.RUNNING, worker_host=worker_host, gpu_name=gpu_name)
+    return run_transition(run_id, RunStatus.RUNNING, worker_host=worker_host, gpu_name=gpu_name,
+                          attempts=F("attempts") + 1)
+
+
+def run_reclaim(run_id: int, *, worker_host: str, gpu_name: str = "") -> bool:
+    """Take over a run whose message came back while it was `running`: its worker was lost.
+
+    The broker only redelivers an unacknowledged message when the worker holding it died (late
+    acks, reject on worker lost, visibility timeout above the hard time limit), so a running run
+    that arrives again is an orphan. It is restarted once; the second loss fails it for good.
+    """
+    with transaction.atomic():
+        previous = Run.objects.filter(pk=run_id).values_list("worker_host", flat=True).first()
+        taken = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts__lt=MAX_ATTEMPTS).update(
+            attempts=F("attempts") + 1, worker_host=worker_host, gpu_name=gpu_name
+        ) == 1
+        if taken:
+            event_append(run_id, "run.requeued", {"lost_worker": previous, "worker": worker_host})
+            return True
+    run_fail(run_id, f"the worker running this run was lost {MAX_ATTEMPTS} times (last on {previous}); "
+             "check the GPU worker's logs (out of memory, killed, restarted) and launch the run again")
+    return False
 
 
 def run_cancel(run: Run) -> bool:

@@ -84,3 +84,46 @@ def test_two_concurrent_claims_one_wins(make_run, user):
         t.join()
     assert sorted(results) == [False, True]
     assert RunEvent.objects.filter(run=run, type="run.running").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_run_whose_worker_died_is_restarted_once_then_failed(make_run, user):
+    from apps.runs.services import run_reclaim
+
+    run = make_run(user)
+    run_claim(run.pk, worker_host="gpu-01")  # that worker then dies; the broker redelivers
+    assert run_reclaim(run.pk, worker_host="gpu-02") is True
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.worker_host) == (RunStatus.RUNNING, 2, "gpu-02")
+    assert run.events.last().payload == {"lost_worker": "gpu-01", "worker": "gpu-02"}
+    assert run_reclaim(run.pk, worker_host="gpu-03") is False  # lost a second time
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and "lost 2 times (last on gpu-02)" in run.error
+
+
+@pytest.mark.django_db
+def test_a_redelivered_message_restarts_the_orphaned_run(make_run, user):
+    from apps.runs.execution import run_execute
+    from worker import toolchain
+
+    if toolchain.detect().gpu is not None:
+        pytest.skip("asserts the no-GPU ending; on a GPU host the restarted run goes on to the pipeline")
+    run = make_run(user)
+    run_claim(run.pk, worker_host="lost-host")
+    run_execute(run.pk)  # the Celery task body, as a second worker receives the redelivered message
+    run.refresh_from_db()
+    types = list(run.events.values_list("type", flat=True))
+    assert "run.requeued" in types and run.attempts == 2
+    assert run.status == RunStatus.FAILED  # this machine has no GPU: the restarted run says so
+    assert "No NVIDIA GPU" in run.error
+
+
+@pytest.mark.django_db
+def test_a_message_for_a_finished_run_does_nothing(make_run, user):
+    from apps.runs.execution import run_execute
+
+    run = make_run(user)
+    run_cancel(run)
+    before = run.events.count()
+    run_execute(run.pk)
+    assert run.events.count() == before

@@ -12,7 +12,6 @@ import socket
 import openai
 import pytest
 
-from worker.scripted_llm import ScriptedLLM, detect_agent
 from worker.llm import (
     ChatClient,
     LLMError,
@@ -24,6 +23,7 @@ from worker.llm import (
     ScriptedChatClient,
     retry_after_seconds,
 )
+from worker.scripted_llm import ScriptedLLM, detect_agent
 
 QUESTION = [{"role": "system", "content": "You answer briefly."}, {"role": "user", "content": "2 + 2?"}]
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from worker.scripted_llm import ScriptedLLM, detect_agent
 from worker import prompts
 from worker.extract import extract_code, extract_command
 from worker.gpu import GpuInfo
@@ -28,6 +27,7 @@ from worker.prompts import (
     planner_messages,
 )
 from worker.results import Bottleneck, Profile, SizeResult
+from worker.scripted_llm import ScriptedLLM, detect_agent
 from worker.spec import TaskSpec, Tolerance, parse_signature
 
 DEMO = Path(__file__).parents[2] / "demo" / "scripts" / "vector_add_demo.json"

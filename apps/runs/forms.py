@@ -40,3 +40,10 @@ class LaunchForm(forms.Form):
             seed=data["seed"],
             endpoint_id=data["endpoint"].pk if data["endpoint"] else None,
         )
+
+
+class ManualTurnForm(forms.Form):
+    code = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}),
+                           help_text='Defines extern "C" void <entry>_optimized(<same parameters>).')
+    flags = forms.CharField(required=False, max_length=1000, label="nvcc command",
+                            help_text="Optional, e.g. nvcc -O3 --use_fast_math; checked against the whitelist.")

@@ -9,4 +9,6 @@ urlpatterns = [
     path("showcase/", views.showcase, name="showcase"),
     path("<int:pk>/", views.run_detail, name="detail"),
     path("<int:pk>/cancel/", views.run_cancel_view, name="cancel"),
+    path("<int:pk>/manual/", views.run_manual_turn, name="manual"),
+    path("evaluate/<int:task_pk>/", views.task_evaluate, name="task_evaluate"),
 ]

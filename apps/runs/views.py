@@ -2,10 +2,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from apps.runs.forms import LaunchForm
+from apps.catalog.models import Task
+from apps.runs.forms import LaunchForm, ManualTurnForm
+from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunStatus
 from apps.runs.selectors import events_after, run_for_user, runs_visible_to
 from apps.runs.services import run_cancel, run_create
@@ -27,10 +29,12 @@ def run_detail(request, pk: int):
     if run is None:
         raise Http404("No such run, or it is not shared with you.")
     events = events_after(run.pk, 0)
+    turns = run.turns.order_by("round_index", "debug_index")
     return render(
         request,
         "runs/run_detail.html",
-        {"run": run, "events": events, "last_seq": events[-1].seq if events else 0},
+        {"run": run, "events": events, "last_seq": events[-1].seq if events else 0, "turns": turns,
+         "manual_form": ManualTurnForm() if run.owner_id == request.user.pk else None},
     )
 
 
@@ -60,6 +64,41 @@ def run_cancel_view(request, pk: int):
     else:
         messages.warning(request, f"Run {run.pk} is already {run.status}; nothing to cancel.")
     return redirect("runs:detail", pk=run.pk)
+
+
+@login_required
+@require_POST
+def run_manual_turn(request, pk: int):
+    run = run_for_user(request.user, pk)
+    if run is None or run.owner_id != request.user.pk:
+        raise Http404("No such run of yours.")
+    form = ManualTurnForm(request.POST)
+    if form.is_valid():
+        try:
+            turn = turn_submit_manual(run=run, code=form.cleaned_data["code"], flags=form.cleaned_data["flags"])
+        except ManualTurnError as exc:
+            messages.error(request, f"Not submitted: {exc}.")
+        else:
+            messages.success(request, f"Manual turn {turn.round_index} queued for evaluation.")
+    else:
+        messages.error(request, "Not submitted: " + "; ".join(e for errs in form.errors.values() for e in errs))
+    return redirect("runs:detail", pk=run.pk)
+
+
+@login_required
+def task_evaluate(request, task_pk: int):
+    task = get_object_or_404(Task, pk=task_pk, enabled=True)
+    form = ManualTurnForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = run_create_manual(owner=request.user, task=task, code=form.cleaned_data["code"],
+                                   flags=form.cleaned_data["flags"])
+        except ManualTurnError as exc:
+            form.add_error("code", str(exc))
+        else:
+            messages.success(request, f"Your kernel is queued for evaluation as run {run.pk}.")
+            return redirect("runs:detail", pk=run.pk)
+    return render(request, "runs/task_evaluate.html", {"task": task, "form": form})
 
 
 def showcase(request):

@@ -4,6 +4,7 @@
 #   bench  bench/eval_baselines.py + Otsu thresholds over the baseline profiles
 #   cache  two passes over two tasks: the second reuses the build cache
 #   demo   scripted-LLM pipeline runs on three operators   fast  the hand-written faster candidates
+#   sharing  4 concurrent runs with a 5 s LLM delay: GPU busy fraction
 # Objects compiled on the dev machine travel in .build/cache (carry it) and are reused when nvcc matches.
 set -uo pipefail
 out=${OUT:-/tmp/kw-out}
@@ -36,6 +37,8 @@ for part in "$@"; do
       done ;;
     fast)
       python3 bench/gpu_candidates.py tests/gpu_candidates/*_fast.cu --json "$out/fast.json" 2>&1 | tee "$out/fast.txt" ;;
+    sharing)
+      python3 bench/gpu_sharing.py --runs 4 --delay 5 2>&1 | tee "$out/sharing.txt" ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

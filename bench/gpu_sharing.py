@@ -50,7 +50,7 @@ def main() -> int:
     wall = time.monotonic() - start
     busy = 0.0
     print(f"{'run':<4} {'task':<12} {'status':<10} {'wall s':>7} {'GPU s':>7} {'LLM s':>7}")
-    for i, (task, out, _, proc) in enumerate(procs):
+    for i, (task, out, _, _proc) in enumerate(procs):
         if not out.exists():
             print(f"{i:<4} {task:<12} {'crashed':<10} (see {work}/run-{i}.log)")
             continue

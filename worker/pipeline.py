@@ -326,15 +326,19 @@ class Pipeline:
         if code is None:
             return TurnRecord(key[0], key[1], kind, parent, scheme, "", "", None, "no_code",
                               f"the Coder's answer held no usable code: {command_or_reason}", None, False, True, llm_s)
-        diff_base = "baseline" if parent is None or parent == (0, 0) else f"turn {parent[0]}.{parent[1]}"
-        self.sink.event("turn.code", {"round": key[0], "debug": key[1],
-                                      "diff": unified_diff(base_code, code, diff_base, f"turn {key[0]}.{key[1]}")})
+        name = f"turn {key[0]}.{key[1]}"
+        parent_name = "baseline" if parent is None or parent == (0, 0) else f"turn {parent[0]}.{parent[1]}"
+        self.sink.event("turn.code", {
+            "round": key[0], "debug": key[1],
+            "diff": unified_diff(base_code, code, parent_name, name),
+            "diff_baseline": unified_diff(self.baseline_code, code, "baseline", name),
+        })
         return self._evaluate_candidate(key, kind, parent, scheme, code, command_or_reason, llm_s)
 
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> PipelineResult:
-        baseline_code = self.spec.baseline_source(self.precision).read_text(encoding="utf-8")
+        baseline_code = self.baseline_code = self.spec.baseline_source(self.precision).read_text(encoding="utf-8")
         best: TurnRecord | None = None
         baseline: Evaluation | None = None
         status, reason = "succeeded", ""

@@ -11,6 +11,7 @@ import logging
 import socket
 from decimal import Decimal
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
@@ -151,6 +152,10 @@ def run_execute(run_id: int) -> None:
     try:
         result = Pipeline(spec, run.task.precision, config, client, sink,
                           hardware=HardwareInfo.from_gpu(gpu), arch=chain.arch).run()
+    except SoftTimeLimitExceeded:
+        run_fail(run_id, f"the run exceeded the worker's time limit of {settings.CELERY_TASK_SOFT_TIME_LIMIT} s "
+                 "(RUN_SOFT_TIME_LIMIT); lower the rounds or set a time budget and launch again")
+        return
     except Exception as exc:  # noqa: BLE001 - record any crash on the run instead of leaving it "running"
         logger.exception("run %s crashed", run_id)
         run_fail(run_id, f"internal error in the pipeline: {type(exc).__name__}: {exc}")

@@ -231,6 +231,7 @@ def test_events_tell_the_story_in_order(spec):
     code_event = dict(sink.events)["turn.code"]
     assert code_event["diff"].startswith("--- baseline\n+++ turn 1.0")
     assert "+extern \"C\" void vadd_optimized" in code_event["diff"]
+    assert code_event["diff_baseline"].startswith("--- baseline\n+++ turn 1.0")
     finished = [p for t, p in sink.events if t == "turn.finished"][-1]
     assert finished["score"] == 1.8 and finished["sizes"][0]["speedup"] == 1.8
 

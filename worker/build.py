@@ -76,6 +76,14 @@ _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (
 _PTXAS_USED = re.compile(r"ptxas info\s*:\s*Used (\d+) registers(.*)")
 
 
+def _asks_ptxas_verbose(flags: tuple[str, ...]) -> bool:
+    pairs = zip(flags, flags[1:], strict=False)
+    joined = {"-Xptxas=-v", "--ptxas-options=-v", "-Xptxas=--verbose", "--ptxas-options=--verbose"}
+    return any(f in joined for f in flags) or any(
+        a in ("-Xptxas", "--ptxas-options") and b in ("-v", "--verbose") for a, b in pairs
+    )
+
+
 def demangle_base(name: str) -> str:
     """The plain name of an Itanium-mangled symbol: '_Z18k_kernel_optimizedPfi' -> 'k_kernel_optimized'.
 
@@ -304,7 +312,9 @@ def build(
         cand_dir = work / "candidate"
         cand_dir.mkdir(parents=True, exist_ok=True)
         (cand_dir / "candidate.cu").write_text(candidate_source, encoding="utf-8")
-        cand_argv = [nvcc, *flag_check.flags, "-Xptxas", "-v", "-c", "candidate.cu", "-o", "candidate.o"]
+        # ptxas -v is always on (the viewer shows registers and spills); do not repeat it if proposed.
+        verbose = [] if _asks_ptxas_verbose(flag_check.flags) else ["-Xptxas", "-v"]
+        cand_argv = [nvcc, *flag_check.flags, *verbose, "-c", "candidate.cu", "-o", "candidate.o"]
         key = _sha(*common, "candidate", " ".join(cand_argv[1:]), candidate_source)
         jobs.append(
             _Job(

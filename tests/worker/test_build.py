@@ -172,3 +172,14 @@ def test_builds_the_bf16_harness_with_its_define(scale_spec, no_gpu_chain, tmp_p
     )
     assert built.ok, built.failure and built.failure.log
     assert "-DKW_BF16" in built.harness.command and built.candidate is None
+
+
+@pytest.mark.parametrize(
+    ("flags", "asks"),
+    [(("-O3", "-Xptxas", "-v"), True), (("-Xptxas=-v",),  True), (("--ptxas-options", "--verbose"), True),
+     (("-O3", "-Xptxas", "-O3"), False), ((), False)],
+)
+def test_ptxas_verbose_is_not_added_twice(flags, asks):
+    from worker.build import _asks_ptxas_verbose
+
+    assert _asks_ptxas_verbose(flags) is asks

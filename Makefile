@@ -36,7 +36,7 @@ run: migrate
 	@echo ""
 	@echo "  KernelWeb is starting at http://$(HOST):$(PORT)/  (Ctrl-C stops the web server and the worker)"
 	@echo ""
-	@trap 'kill 0' INT TERM EXIT; \
+	@trap 'trap - INT TERM EXIT; kill 0' INT TERM EXIT; \
 	$(BIN)/celery -A kernelweb worker -Q $(QUEUES) --concurrency 1 --loglevel INFO & \
 	$(BIN)/daphne -b $(HOST) -p $(PORT) kernelweb.asgi:application
 

@@ -166,12 +166,7 @@ def evaluate(
     progress: Progress | None = None,
 ) -> Evaluation:
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    try:
-        return _evaluate(ctx, candidate_source, flags, compile_only)
-    except GpuLockTimeout as exc:
-        return ctx.base(verdict=Verdict.TIMEOUT, reason=f"the GPU stayed busy: {exc}")
-    finally:
-        ctx.cleanup()
+    return _guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
 
 
 def evaluate_baseline(
@@ -185,12 +180,7 @@ def evaluate_baseline(
 ) -> Evaluation:
     """Round 0: time (and optionally profile) the baseline alone."""
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    try:
-        return _evaluate_baseline(ctx)
-    except GpuLockTimeout as exc:
-        return ctx.base(verdict=Verdict.TIMEOUT, kind="baseline", reason=f"the GPU stayed busy: {exc}")
-    finally:
-        ctx.cleanup()
+    return _guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx))
 
 
 def validate(
@@ -204,36 +194,46 @@ def validate(
 ) -> Evaluation:
     """The baseline against the task's CPU reference, every size and seed (kind='validate')."""
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+    return _guarded(ctx, "validate", lambda: _validate(ctx))
+
+
+def _guarded(ctx: _Context, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
+    """Run an entry point's steps: a GPU that never frees up is a timeout verdict; scratch is always removed."""
     try:
-        built = _build(ctx, None, None)
-        if isinstance(built, Evaluation):
-            return replace(built, kind="validate")
-        if ctx.chain.gpu is None:
-            return ctx.base(verdict=Verdict.NO_GPU, kind="validate", reason=_no_gpu(ctx))
-        ctx.progress(f"{spec.name}/{precision}: validate baseline against the CPU reference")
-        with ctx.phase("check"):
-            run = ctx.run("validate", "baseline", list(spec.sizes), ctx.options.check_timeout_s)
-        if not run.ok:
-            return _crashed(ctx, run, kind="validate", sizes=ctx.sizes(), locate=True)
-        sizes = _merge_check(ctx.sizes(), run.data)
-        bad = [s for s in sizes if not s.correct or s.inputs_unchanged is False]
-        if bad:
-            return ctx.base(
-                verdict=Verdict.INCORRECT,
-                kind="validate",
-                sizes=tuple(sizes),
-                reason="baseline disagrees with the CPU reference: " + _mismatch_reason(bad[0]),
-            )
-        return ctx.base(
-            verdict=Verdict.OK,
-            kind="validate",
-            sizes=tuple(sizes),
-            reason="baseline matches the CPU reference at every size and seed",
-        )
+        return steps()
     except GpuLockTimeout as exc:
-        return ctx.base(verdict=Verdict.TIMEOUT, kind="validate", reason=f"the GPU stayed busy: {exc}")
+        return ctx.base(verdict=Verdict.TIMEOUT, kind=kind, reason=f"the GPU stayed busy: {exc}")
     finally:
         ctx.cleanup()
+
+
+def _validate(ctx: _Context) -> Evaluation:
+    spec, precision = ctx.spec, ctx.precision
+    built = _build(ctx, None, None)
+    if isinstance(built, Evaluation):
+        return replace(built, kind="validate")
+    if ctx.chain.gpu is None:
+        return ctx.base(verdict=Verdict.NO_GPU, kind="validate", reason=_no_gpu(ctx))
+    ctx.progress(f"{spec.name}/{precision}: validate baseline against the CPU reference")
+    with ctx.phase("check"):
+        run = ctx.run("validate", "baseline", list(spec.sizes), ctx.options.check_timeout_s)
+    if not run.ok:
+        return _crashed(ctx, run, kind="validate", sizes=ctx.sizes(), locate=True)
+    sizes = _merge_check(ctx.sizes(), run.data)
+    bad = [s for s in sizes if not s.correct or s.inputs_unchanged is False]
+    if bad:
+        return ctx.base(
+            verdict=Verdict.INCORRECT,
+            kind="validate",
+            sizes=tuple(sizes),
+            reason="baseline disagrees with the CPU reference: " + _mismatch_reason(bad[0]),
+        )
+    return ctx.base(
+        verdict=Verdict.OK,
+        kind="validate",
+        sizes=tuple(sizes),
+        reason="baseline matches the CPU reference at every size and seed",
+    )
 
 
 # ---------------------------------------------------------------- the steps

@@ -70,6 +70,7 @@ class ChatClient(Protocol):
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> LLMResponse: ...
 
 
@@ -310,6 +311,7 @@ class OpenAIChatClient:
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> LLMResponse:
         model = model or self.model
         kwargs: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages]}
@@ -319,6 +321,9 @@ class OpenAIChatClient:
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
         if max_tokens is not None:
             kwargs[self.token_limit_field] = max_tokens
+        if seed is not None:
+            # Best effort: OpenAI and vLLM honour it for repeatable sampling; servers that do not, ignore it.
+            kwargs["seed"] = seed
 
         started = time.monotonic()
         errors: list[str] = []
@@ -396,6 +401,7 @@ class ScriptedChatClient:
     answers: list[str | LLMResponse | LLMError]
     model: str = "scripted"
     calls: list[list[dict[str, str]]] = field(default_factory=list)
+    options: list[dict[str, Any]] = field(default_factory=list)  # model, temperature, seed per call
 
     def chat(
         self,
@@ -404,8 +410,10 @@ class ScriptedChatClient:
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> LLMResponse:
         self.calls.append([dict(m) for m in messages])
+        self.options.append({"model": model, "temperature": temperature, "seed": seed})
         if not self.answers:
             raise LLMError("the scripted client has no answers left", retriable=False, attempts=1)
         answer = self.answers.pop(0)

@@ -234,7 +234,8 @@ class Pipeline:
         self.sink.event("agent.started", {"round": turn[0], "debug": turn[1], "role": role, "model": model})
         try:
             answer = self.client.chat(
-                messages, model=model, temperature=self.config.temperature, max_tokens=self.config.max_tokens
+                messages, model=model, temperature=self.config.temperature, max_tokens=self.config.max_tokens,
+                seed=self.config.seed,
             )
         except LLMError as exc:
             record = AgentCallRecord(role, model, list(messages), error=exc.message)

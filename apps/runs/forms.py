@@ -4,41 +4,76 @@ from apps.catalog.selectors import tasks_enabled
 from apps.llm.selectors import endpoints_for
 from apps.runs.models import ProfileMode
 from apps.runs.services import RunConfig
+from worker.pipeline import ROLES
+
+ROLE_FIELDS = {role: f"{role}_model" for role in ROLES}
 
 
 class LaunchForm(forms.Form):
-    task = forms.ModelChoiceField(queryset=None, help_text="Operator and precision to optimize.")
+    """Validation for launching runs, shared by the page and the API (one run per selected task)."""
+
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=None, help_text="One or more operators and precisions; each gets its own run."
+    )
     endpoint = forms.ModelChoiceField(queryset=None, required=False, help_text="OpenAI-compatible endpoint.")
-    model = forms.CharField(max_length=200, help_text="Model id used by every agent.")
-    rounds = forms.IntegerField(min_value=1, max_value=30, initial=3, help_text="Optimization rounds R.")
+    model = forms.CharField(max_length=200, help_text="Model id used by every agent without its own below.")
+    planner_model = forms.CharField(max_length=200, required=False, help_text="Optional: model for the Planner.")
+    coder_model = forms.CharField(max_length=200, required=False, help_text="Optional: model for the Coder.")
+    compiler_model = forms.CharField(max_length=200, required=False,
+                                     help_text="Optional: model for the Compiler agent.")
+    debug_model = forms.CharField(max_length=200, required=False, help_text="Optional: model for the Debug agent.")
+    rounds = forms.IntegerField(min_value=0, max_value=30, initial=3,
+                                help_text="Optimization rounds R (0 = evaluate and profile the baseline only).")
     debug_rounds = forms.IntegerField(min_value=0, max_value=10, initial=3, help_text="Debug rounds D.")
     profile_mode = forms.ChoiceField(choices=ProfileMode.choices, initial=ProfileMode.FILTERED)
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.2)
-    seed = forms.IntegerField(required=False, min_value=0, max_value=2**62)
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**62,
+                              help_text="Passed to the model where the endpoint supports it.")
+    time_budget_s = forms.IntegerField(required=False, min_value=60, max_value=7 * 24 * 3600,
+                                       label="Time budget (s)", help_text="Stop after this wall time.")
+    token_budget = forms.IntegerField(required=False, min_value=1000, label="Token budget",
+                                      help_text="Stop once this many tokens are spent.")
+    cost_budget_usd = forms.DecimalField(required=False, min_value=0, max_digits=10, decimal_places=4,
+                                         label="Cost budget (USD)", help_text="Stop once this much is spent.")
     is_public = forms.BooleanField(required=False, label="Visible to every signed-in user")
+
+    MAX_TASKS = 100
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["task"].queryset = tasks_enabled()
+        self.fields["tasks"].queryset = tasks_enabled()
         self.fields["endpoint"].queryset = endpoints_for(user)
+
+    def clean_tasks(self):
+        tasks = self.cleaned_data["tasks"]
+        if len(tasks) > self.MAX_TASKS:
+            raise forms.ValidationError(f"At most {self.MAX_TASKS} tasks per launch; use an experiment for more.")
+        return tasks
 
     def clean(self):
         data = super().clean()
-        endpoint, model = data.get("endpoint"), data.get("model")
-        if endpoint and endpoint.model_names and model and model not in endpoint.model_names:
-            self.add_error("model", f"{endpoint.name} offers: {', '.join(endpoint.model_names)}")
+        endpoint = data.get("endpoint")
+        if endpoint and endpoint.model_names:
+            for name in ("model", *ROLE_FIELDS.values()):
+                model = data.get(name)
+                if model and model not in endpoint.model_names:
+                    self.add_error(name, f"{endpoint.name} offers: {', '.join(endpoint.model_names)}")
         return data
 
     def to_config(self) -> RunConfig:
         data = self.cleaned_data
         return RunConfig(
             model=data["model"],
+            agent_models={role: data[field] for role, field in ROLE_FIELDS.items() if data.get(field)},
             rounds=data["rounds"],
             debug_rounds=data["debug_rounds"],
             profile_mode=data["profile_mode"],
             temperature=data["temperature"],
             seed=data["seed"],
             endpoint_id=data["endpoint"].pk if data["endpoint"] else None,
+            time_budget_s=data.get("time_budget_s"),
+            token_budget=data.get("token_budget"),
+            cost_budget_usd=float(data["cost_budget_usd"]) if data.get("cost_budget_usd") is not None else None,
         )
 
 

@@ -58,6 +58,12 @@ def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispa
     return run
 
 
+def runs_launch(*, owner, tasks, config: RunConfig, is_public: bool = False) -> list[Run]:
+    """One run per task with the same configuration, all or none created."""
+    with transaction.atomic():
+        return [run_create(owner=owner, task=task, config=config, is_public=is_public) for task in tasks]
+
+
 def _allowed_sources(target: str) -> list[str]:
     return [source for source, targets in RUN_TRANSITIONS.items() if target in targets]
 

@@ -3,6 +3,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.catalog.models import Task
@@ -10,7 +11,7 @@ from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunStatus
 from apps.runs.selectors import events_after, run_for_user, runs_visible_to
-from apps.runs.services import run_cancel, run_create
+from apps.runs.services import run_cancel, runs_launch
 
 
 @login_required
@@ -40,16 +41,16 @@ def run_detail(request, pk: int):
 
 @login_required
 def run_launch(request):
-    form = LaunchForm(request.POST or None, user=request.user, initial={"task": request.GET.get("task")})
+    initial = {"tasks": request.GET.getlist("task")}
+    form = LaunchForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
-        run = run_create(
-            owner=request.user,
-            task=form.cleaned_data["task"],
-            config=form.to_config(),
-            is_public=form.cleaned_data["is_public"],
-        )
-        messages.success(request, f"Run {run.pk} queued.")
-        return redirect("runs:detail", pk=run.pk)
+        runs = runs_launch(owner=request.user, tasks=form.cleaned_data["tasks"], config=form.to_config(),
+                           is_public=form.cleaned_data["is_public"])
+        if len(runs) == 1:
+            messages.success(request, f"Run {runs[0].pk} queued.")
+            return redirect("runs:detail", pk=runs[0].pk)
+        messages.success(request, f"{len(runs)} runs queued: {', '.join(str(r.pk) for r in runs)}.")
+        return redirect(f"{reverse('runs:list')}?owner=me")
     return render(request, "runs/launch.html", {"form": form})
 
 

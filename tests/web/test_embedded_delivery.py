@@ -45,7 +45,7 @@ def _launch(stack) -> tuple[Browserless, int]:
     browser.login("tester", "e2e-pass-123")
     task_id = stack.query("SELECT id FROM catalog_task WHERE operator='vadd' AND precision='fp32'")[0][0]
     response = browser.post_form("/runs/launch/", {
-        "task": task_id, "model": "scripted", "rounds": 1, "debug_rounds": 0,
+        "tasks": task_id, "model": "scripted", "rounds": 1, "debug_rounds": 0,
         "profile_mode": "none", "temperature": 0,
     })
     run_id = int(response.geturl().rstrip("/").split("/")[-1])

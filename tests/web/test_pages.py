@@ -2,6 +2,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from apps.catalog.models import Task
 from apps.llm.models import LLMEndpoint
 from apps.runs.models import Run, RunStatus
 
@@ -63,7 +64,7 @@ def test_launch_form_queues_a_run_and_dispatches_it_after_commit(
     sent = []
     monkeypatch.setattr("apps.runs.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
     client.force_login(user)
-    form = {"task": task.pk, "model": "gpt-test", "rounds": 2, "debug_rounds": 1,
+    form = {"tasks": [task.pk], "model": "gpt-test", "rounds": 2, "debug_rounds": 1,
             "profile_mode": "filtered", "temperature": 0.2}
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("runs:launch"), form)
@@ -75,21 +76,42 @@ def test_launch_form_queues_a_run_and_dispatches_it_after_commit(
 
 def test_launch_form_reports_bad_values(client, user, task):
     client.force_login(user)
-    response = client.post(reverse("runs:launch"), {"task": task.pk, "model": "", "rounds": 0,
+    response = client.post(reverse("runs:launch"), {"tasks": [task.pk], "model": "", "rounds": -1,
                                                     "debug_rounds": 1, "profile_mode": "bogus", "temperature": 5})
     html = response.content.decode()
     assert response.status_code == 200 and Run.objects.count() == 0
-    assert "This field is required" in html and "greater than or equal to 1" in html
+    assert "This field is required" in html and "greater than or equal to 0" in html
     assert "Select a valid choice" in html and "less than or equal to 2.0" in html
 
 
 def test_launch_form_rejects_a_model_the_endpoint_does_not_offer(client, user, task):
     endpoint = LLMEndpoint.objects.create(name="local", base_url="http://127.0.0.1:9/v1", model_names=["a", "b"])
     client.force_login(user)
-    response = client.post(reverse("runs:launch"), {"task": task.pk, "endpoint": endpoint.pk, "model": "zzz",
-                                                    "rounds": 1, "debug_rounds": 0, "profile_mode": "none",
-                                                    "temperature": 0})
-    assert "local offers: a, b" in response.content.decode()
+    response = client.post(reverse("runs:launch"), {"tasks": [task.pk], "endpoint": endpoint.pk, "model": "zzz",
+                                                    "coder_model": "b", "debug_model": "c", "rounds": 1,
+                                                    "debug_rounds": 0, "profile_mode": "none", "temperature": 0})
+    form = response.context["form"]
+    assert set(form.errors) == {"model", "debug_model"} and "local offers: a, b" in form.errors["model"][0]
+    assert Run.objects.count() == 0
+
+
+def test_launching_on_several_tasks_queues_one_run_each_with_per_agent_models(
+    client, user, task, django_capture_on_commit_callbacks, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr("apps.runs.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    other = Task.objects.get(pk=task.pk)
+    other.pk, other.precision = None, "bf16"
+    other.save()
+    client.force_login(user)
+    form = {"tasks": [task.pk, other.pk], "model": "base", "coder_model": "big", "rounds": 1, "debug_rounds": 0,
+            "profile_mode": "none", "temperature": 0.3, "seed": 11, "token_budget": 50000}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("runs:launch"), form)
+    runs = list(Run.objects.order_by("pk"))
+    assert response.status_code == 302 and response.url.endswith("?owner=me")
+    assert {r.task for r in runs} == {task, other} and sorted(sent) == [r.pk for r in runs]
+    assert all(r.agent_models == {"coder": "big"} and r.seed == 11 and r.token_budget == 50000 for r in runs)
 
 
 def test_only_the_owner_can_cancel(client, make_run, user, other_user):

@@ -55,6 +55,15 @@ def test_success_reports_text_usage_and_cost():
     assert request.headers["authorization"] == "Bearer sk-test"
 
 
+def test_the_seed_is_sent_only_when_set():
+    with ScriptedLLM([{"content": "a"}, {"content": "b"}]) as server:
+        client = make_client(server, [])
+        client.chat(QUESTION, seed=1234)
+        client.chat(QUESTION)
+    assert server.requests[0].body["seed"] == 1234
+    assert "seed" not in server.requests[1].body
+
+
 def test_rate_limit_is_retried_after_the_servers_retry_after():
     steps = [{"status": 429, "retry_after": "2"}, {"content": "4"}]
     delays: list[float] = []

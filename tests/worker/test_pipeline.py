@@ -131,6 +131,16 @@ def test_a_faster_valid_candidate_becomes_the_best(spec):
     assert "best.updated" in sink.types()
 
 
+def test_every_agent_gets_its_model_the_temperature_and_the_seed(spec):
+    _, _, client, _ = run(spec, [PLAN, kernel("ok 1.8"), COMMAND], seed=7, temperature=0.5,
+                          agent_models={"coder": "big"})
+    assert client.options == [
+        {"model": "m", "temperature": 0.5, "seed": 7},
+        {"model": "big", "temperature": 0.5, "seed": 7},
+        {"model": "m", "temperature": 0.5, "seed": 7},
+    ]
+
+
 def test_a_regression_is_rejected_and_the_planner_hears_why(spec):
     answers = [PLAN, kernel("ok 1.5"), COMMAND, PLAN, kernel("ok 1.2"), COMMAND, PLAN, kernel("ok 1.1"), COMMAND]
     result, sink, client, _ = run(spec, answers, rounds=3)

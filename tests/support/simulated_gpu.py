@@ -1,0 +1,36 @@
+"""Loaded into a real Celery worker with `celery worker --include tests.support.simulated_gpu`.
+
+This machine has no GPU, so the worker would fail every run at once with the no-GPU reason. For
+the worker-loss tests a run has to be in flight when its worker dies; this module gives the worker a
+simulated GPU and puts the scripted evaluator in place of the engine. Everything else is real:
+the Celery prefork pool, the Redis broker, the database, the run's claim and reclaim, the
+pipeline, and its LLM calls through the openai SDK to the scripted HTTP server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from apps.runs import execution
+from tests.support.scripted_eval import ScriptedEvaluator
+from worker import toolchain
+from worker.gpu import GpuInfo
+from worker.pipeline import Pipeline
+
+SIMULATED = GpuInfo(index=0, name="Simulated GPU (tests)", uuid="GPU-simulated", compute_capability="9.0",
+                    memory_mib=81559, driver="simulated")
+
+
+def _detect() -> toolchain.Toolchain:
+    return dataclasses.replace(toolchain.detect(), gpu=SIMULATED, gpu_reason="", arch=SIMULATED.arch)
+
+
+class _SimulatedPipeline(Pipeline):
+    def __init__(self, spec, precision, config, client, sink, **kwargs):
+        evaluator = ScriptedEvaluator(spec)
+        super().__init__(spec, precision, config, client, sink, evaluate_fn=evaluator,
+                         evaluate_baseline_fn=evaluator.baseline, **kwargs)
+
+
+execution.toolchain = type("SimulatedToolchain", (), {"detect": staticmethod(_detect)})
+execution.Pipeline = _SimulatedPipeline

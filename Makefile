@@ -26,10 +26,14 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# The front-end bundle (docs/frontend.md): npm packages built by esbuild into static/dist/ (not committed).
+static/dist/.built: package.json package-lock.json $(wildcard frontend/*)
+	npm ci --no-audit --no-fund --loglevel=error && npm run build && touch static/dist/.built
+
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
-run: migrate
+run: migrate static/dist/.built
 	$(BIN)/python manage.py sync_tasks
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python manage.py import_trajectory demo/trajectories/*.json --public --skip-existing
@@ -43,7 +47,7 @@ run: migrate
 lint: install-dev
 	$(BIN)/ruff check .
 
-test: install-dev
+test: install-dev static/dist/.built
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not gpu"
 	@if $(BIN)/python -m tests.support.reachable "$(POSTGRES_TEST_URL)"; then \
@@ -52,7 +56,7 @@ test: install-dev
 	elif [ -n "$$CI" ]; then echo "PostgreSQL at $(POSTGRES_TEST_URL) is required in CI"; exit 1; \
 	else echo "== PostgreSQL not reachable at $(POSTGRES_TEST_URL): skipped the PostgreSQL pass =="; fi
 
-test-fast: install-dev
+test-fast: install-dev static/dist/.built
 	$(BIN)/python -m pytest -m "not gpu and not slow and not browser" -x -q
 
 test-gpu: install-dev
@@ -63,4 +67,4 @@ format: install-dev
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf var/broker var/staticfiles .pytest_cache
+	rm -rf var/broker var/staticfiles .pytest_cache node_modules static/dist

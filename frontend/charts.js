@@ -1,0 +1,437 @@
+// KernelWeb charts: <div data-chart="KIND" data-source="ID"> + {{ data|json_script:"ID" }} -> uPlot chart(s)
+// with PNG and SVG download buttons (see docs/frontend.md for the JSON each kind reads).
+// A kind is a function (data) -> [plot spec]; one spec is one uPlot strip (see `toOpts` and `specSVG`).
+import uPlot from "uplot";
+
+const MARK = "kwEnhanced";
+const PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"];
+const RED = "#cf222e";
+const GREY = "#8c959f";
+const FONT = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
+
+// ---- chart kinds: data -> list of plot specs --------------------------------------------------------------
+// spec = {title?, x: [numbers], xLabels?: [strings] (categorical x), logx?, xlabel?, ylabel?, height?,
+//         yInclude?: [numbers always inside the y range], fails?: [x indices marked with a red x], failLabel?,
+//         series: [{label, values: [number|null], style: "line"|"points"|"step"|"dash", color?}]}
+
+const turnX = (turns) => turns.map((_, i) => i);
+const turnLabels = (turns) => turns.map((t, i) => String(t.label ?? i + 1));
+const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+
+const KINDS = {
+  score(data) {
+    const turns = data.turns || [];
+    const fails = [];
+    turns.forEach((t, i) => t.valid === false && fails.push(i));
+    return [
+      {
+        x: turnX(turns),
+        xLabels: turnLabels(turns),
+        xlabel: "turn",
+        ylabel: data.ylabel || "",
+        height: 260,
+        fails,
+        failLabel: "invalid",
+        series: [
+          { label: "score", style: "points", color: PALETTE[0], values: turns.map((t) => (t.valid === false ? null : num(t.score))) },
+          { label: "best so far", style: "step", color: PALETTE[1], values: turns.map((t) => num(t.best)) },
+        ],
+      },
+    ];
+  },
+
+  "size-strips"(data) {
+    const turns = data.turns || [];
+    return (data.sizes || []).map((size, k) => {
+      const fails = [];
+      turns.forEach((t, i) => t.failed && t.failed[k] && fails.push(i));
+      return {
+        title: String(size),
+        x: turnX(turns),
+        xLabels: turnLabels(turns),
+        ylabel: "speedup",
+        height: 130,
+        yInclude: [1],
+        fails,
+        failLabel: "failed",
+        series: [
+          { label: "1×", style: "dash", color: GREY, values: turns.map(() => 1) },
+          { label: "speedup", style: "line", color: PALETTE[0], values: turns.map((t) => num((t.speedups || [])[k])) },
+        ],
+      };
+    });
+  },
+
+  lines(data) {
+    return [
+      {
+        x: (data.x || []).map(num),
+        logx: !!data.logx,
+        xlabel: data.xlabel || "",
+        ylabel: data.ylabel || "",
+        height: 300,
+        series: (data.series || []).map((s, i) => ({
+          label: String(s.label ?? `series ${i + 1}`),
+          style: "line",
+          color: PALETTE[i % PALETTE.length],
+          values: (s.values || []).map(num),
+        })),
+      },
+    ];
+  },
+};
+
+// ---- uPlot options from a spec ---------------------------------------------------------------------------
+
+function yRange(spec) {
+  return (u, min, max) => {
+    const inc = (spec.yInclude || []).filter((v) => v != null);
+    let lo = Math.min(...inc, min ?? Infinity);
+    let hi = Math.max(...inc, max ?? -Infinity);
+    if (!Number.isFinite(lo) || !Number.isFinite(hi)) return [0, 1];
+    const pad = hi > lo ? (hi - lo) * 0.08 : Math.abs(hi) * 0.1 || 1;
+    const l = lo >= 0 && lo - pad < 0 ? 0 : lo - pad;
+    return [l, hi + pad];
+  };
+}
+
+function failMarks(u, spec, failIdx) {
+  if (!spec.fails || !spec.fails.length || !u.series[failIdx].show) return;
+  const { ctx } = u;
+  const r = 4 * devicePixelRatio;
+  const y = u.bbox.top + u.bbox.height - r - 2 * devicePixelRatio;
+  ctx.save();
+  ctx.strokeStyle = RED;
+  ctx.lineWidth = 2 * devicePixelRatio;
+  ctx.beginPath();
+  for (const i of spec.fails) {
+    const x = u.valToPos(spec.x[i], "x", true);
+    ctx.moveTo(x - r, y - r);
+    ctx.lineTo(x + r, y + r);
+    ctx.moveTo(x + r, y - r);
+    ctx.lineTo(x - r, y + r);
+  }
+  ctx.stroke();
+  ctx.restore();
+}
+
+function seriesOpts(s) {
+  const base = { label: s.label, stroke: s.color, spanGaps: false };
+  if (s.style === "points")
+    return { ...base, width: 0, paths: () => null, points: { show: true, size: 7, fill: s.color, stroke: s.color } };
+  if (s.style === "step")
+    return { ...base, width: 2, paths: uPlot.paths.stepped({ align: 1 }), points: { show: false }, spanGaps: true };
+  if (s.style === "dash") return { ...base, width: 1, dash: [5, 4], points: { show: false } };
+  return { ...base, width: 1.5, points: { show: true, size: 5, fill: s.color } };
+}
+
+function toOpts(spec, width, theme, syncKey) {
+  const cat = !!spec.xLabels;
+  const axis = { stroke: theme.fg, grid: { stroke: theme.grid, width: 1 }, ticks: { stroke: theme.grid, width: 1 }, font: FONT };
+  const failIdx = spec.series.length + 1;
+  const series = [
+    { label: spec.xlabel || (cat ? "turn" : "x"), value: cat ? (u, v) => (v == null ? "–" : spec.xLabels[v] ?? "") : undefined },
+    ...spec.series.map(seriesOpts),
+  ];
+  if (spec.fails && spec.fails.length) series.push({ label: spec.failLabel || "failed", stroke: RED, paths: () => null, points: { show: false } });
+  return {
+    title: spec.title,
+    width,
+    height: spec.height || 260,
+    series,
+    scales: {
+      x: {
+        time: false,
+        distr: spec.logx ? 3 : 1,
+        range: cat ? (u, min, max) => [(min ?? 0) - 0.5, (max ?? 0) + 0.5] : undefined,
+      },
+      y: { range: yRange(spec) },
+    },
+    axes: [
+      {
+        ...axis,
+        label: spec.xlabel || undefined,
+        labelFont: FONT,
+        ...(cat
+          ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], values: (u, splits) => splits.map((v) => spec.xLabels[v] ?? "") }
+          : {}),
+      },
+      { ...axis, label: spec.ylabel || undefined, labelFont: FONT, size: 50 },
+    ],
+    cursor: syncKey ? { sync: { key: syncKey } } : {},
+    legend: { live: true },
+    hooks: { draw: [(u) => failMarks(u, spec, failIdx)] },
+  };
+}
+
+function toData(spec) {
+  return [spec.x, ...spec.series.map((s) => spec.x.map((_, i) => s.values[i] ?? null)), ...(spec.fails && spec.fails.length ? [spec.x.map(() => null)] : [])];
+}
+
+// ---- theme -----------------------------------------------------------------------------------------------
+
+function themeOf(el) {
+  const cs = getComputedStyle(el);
+  let bg = "";
+  for (let n = el; n && n.nodeType === 1 && !bg; n = n.parentElement) {
+    const c = getComputedStyle(n).backgroundColor;
+    if (c && c !== "transparent" && !/rgba\(.*,\s*0\)$/.test(c)) bg = c;
+  }
+  const dark = window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches;
+  return { fg: cs.color || "#1d2125", bg: bg || (dark ? "#0d1117" : "#ffffff"), grid: "rgba(128,128,128,0.22)" };
+}
+
+// ---- hand-written SVG of the same specs ------------------------------------------------------------------
+
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+const f1 = (v) => Math.round(v * 10) / 10;
+
+function niceTicks(lo, hi, count = 5) {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}
+
+const fmt = (v) => (Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(1) : String(Number(v.toPrecision(4))));
+
+function specSVG(spec, u, width, theme) {
+  const px = (v, key) => u.valToPos(v, key); // CSS px inside the plotting area
+  const bb = { left: u.bbox.left / devicePixelRatio, top: u.bbox.top / devicePixelRatio, w: u.bbox.width / devicePixelRatio, h: u.bbox.height / devicePixelRatio };
+  const titleH = spec.title ? 18 : 0;
+  const ox = bb.left;
+  const oy = bb.top + titleH;
+  const plotH = bb.top + bb.h + 34 + (spec.xlabel ? 14 : 0);
+  const legendY = titleH + plotH + 4;
+  const parts = [];
+  if (spec.title) parts.push(`<text x="${f1(width / 2)}" y="13" text-anchor="middle" font-weight="600">${esc(spec.title)}</text>`);
+  parts.push(`<rect x="${f1(ox)}" y="${f1(oy)}" width="${f1(bb.w)}" height="${f1(bb.h)}" fill="none" stroke="${theme.grid}"/>`);
+  // y grid and labels
+  const ys = u.scales.y;
+  for (const t of niceTicks(ys.min, ys.max)) {
+    const y = f1(oy + px(t, "y"));
+    parts.push(`<line x1="${f1(ox)}" x2="${f1(ox + bb.w)}" y1="${y}" y2="${y}" stroke="${theme.grid}"/>`);
+    parts.push(`<text x="${f1(ox - 4)}" y="${y}" text-anchor="end" dominant-baseline="middle">${esc(fmt(t))}</text>`);
+  }
+  // x labels
+  const xs = u.scales.x;
+  let xt;
+  if (spec.xLabels) {
+    const every = Math.max(1, Math.ceil((spec.x.length * 40) / bb.w));
+    xt = spec.x.filter((_, i) => i % every === 0).map((v) => [v, spec.xLabels[v]]);
+  } else if (spec.logx && xs.min > 0) {
+    xt = [];
+    for (let e = Math.ceil(Math.log10(xs.min)); 10 ** e <= xs.max; e++) xt.push([10 ** e, fmt(10 ** e)]);
+  } else xt = niceTicks(xs.min, xs.max, Math.max(2, Math.floor(bb.w / 80))).map((v) => [v, fmt(v)]);
+  for (const [v, label] of xt) {
+    const x = f1(ox + px(v, "x"));
+    parts.push(`<text x="${x}" y="${f1(oy + bb.h + 14)}" text-anchor="middle">${esc(label)}</text>`);
+  }
+  if (spec.xlabel) parts.push(`<text x="${f1(ox + bb.w / 2)}" y="${f1(oy + bb.h + 30)}" text-anchor="middle">${esc(spec.xlabel)}</text>`);
+  if (spec.ylabel)
+    parts.push(`<text transform="translate(12 ${f1(oy + bb.h / 2)}) rotate(-90)" text-anchor="middle">${esc(spec.ylabel)}</text>`);
+  // series
+  const pt = (i, s) => [f1(ox + px(spec.x[i], "x")), f1(oy + px(s.values[i], "y"))];
+  spec.series.forEach((s, k) => {
+    if (!u.series[k + 1].show) return;
+    const seg = [];
+    let cur = [];
+    let prev = null;
+    spec.x.forEach((_, i) => {
+      const v = s.values[i];
+      if (v == null) {
+        if (s.style !== "step") (cur.length && seg.push(cur), (cur = []));
+        return;
+      }
+      const [x, y] = pt(i, s);
+      if (s.style === "step" && prev) cur.push([x, prev[1]]);
+      cur.push([x, y]);
+      prev = [x, y];
+    });
+    if (cur.length) seg.push(cur);
+    if (s.style !== "points")
+      for (const p of seg)
+        parts.push(
+          `<polyline fill="none" stroke="${s.color}" stroke-width="${s.style === "step" ? 2 : s.style === "dash" ? 1 : 1.5}"${s.style === "dash" ? ' stroke-dasharray="5 4"' : ""} points="${p.map((q) => q.join(",")).join(" ")}"/>`,
+        );
+    if (s.style === "points" || s.style === "line")
+      spec.x.forEach((_, i) => {
+        if (s.values[i] == null) return;
+        const [x, y] = pt(i, s);
+        parts.push(`<circle cx="${x}" cy="${y}" r="${s.style === "points" ? 3.5 : 2.5}" fill="${s.color}"/>`);
+      });
+  });
+  const hasFails = spec.fails && spec.fails.length && u.series[spec.series.length + 1].show;
+  if (hasFails) {
+    const y = oy + bb.h - 6;
+    const d = spec.fails.map((i) => {
+      const x = ox + px(spec.x[i], "x");
+      return `M${f1(x - 4)} ${f1(y - 4)}L${f1(x + 4)} ${f1(y + 4)}M${f1(x + 4)} ${f1(y - 4)}L${f1(x - 4)} ${f1(y + 4)}`;
+    });
+    parts.push(`<path d="${d.join("")}" stroke="${RED}" stroke-width="2" fill="none"/>`);
+  }
+  // legend
+  let lx = ox;
+  const legend = [...spec.series.map((s) => [s.label, s.color]), ...(hasFails ? [[spec.failLabel || "failed", RED]] : [])];
+  for (const [label, color] of legend) {
+    parts.push(`<rect x="${f1(lx)}" y="${f1(legendY)}" width="10" height="10" fill="${color}"/>`);
+    parts.push(`<text x="${f1(lx + 14)}" y="${f1(legendY + 9)}">${esc(label)}</text>`);
+    lx += 24 + label.length * 6.5;
+  }
+  return { body: parts.join(""), height: legendY + 18 };
+}
+
+function chartSVG(chart) {
+  const { plots, theme } = chart;
+  const width = Math.max(...plots.map(({ u }) => u.width));
+  let y = 0;
+  const groups = plots.map(({ spec, u }) => {
+    const g = specSVG(spec, u, width, theme);
+    const out = `<g transform="translate(0 ${f1(y)})">${g.body}</g>`;
+    y += g.height + 8;
+    return out;
+  });
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${f1(y)}" viewBox="0 0 ${width} ${f1(y)}" ` +
+    `font-family="system-ui, sans-serif" font-size="11" fill="${theme.fg}">` +
+    `<rect width="100%" height="100%" fill="${theme.bg}"/>${groups.join("")}</svg>`
+  );
+}
+
+// ---- PNG: the uPlot canvases stacked, with titles and legends drawn in -----------------------------------
+
+function chartPNG(chart) {
+  const { plots, theme } = chart;
+  const r = devicePixelRatio;
+  const rows = plots.map(({ spec, u }) => {
+    const legend = [...spec.series.filter((_, k) => u.series[k + 1].show).map((s) => [s.label, s.color])];
+    if (spec.fails && spec.fails.length && u.series[spec.series.length + 1].show) legend.push([spec.failLabel || "failed", RED]);
+    return { spec, canvas: u.ctx.canvas, titleH: spec.title ? 18 * r : 0, legend, legendH: 18 * r };
+  });
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.max(...rows.map((x) => x.canvas.width));
+  canvas.height = rows.reduce((h, x) => h + x.titleH + x.canvas.height + x.legendH, 0);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = theme.bg;
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.font = FONT.replace("11px", `${11 * r}px`);
+  ctx.textBaseline = "middle";
+  let y = 0;
+  for (const row of rows) {
+    if (row.spec.title) {
+      ctx.fillStyle = theme.fg;
+      ctx.textAlign = "center";
+      ctx.fillText(row.spec.title, canvas.width / 2, y + row.titleH / 2);
+    }
+    y += row.titleH;
+    ctx.drawImage(row.canvas, 0, y);
+    y += row.canvas.height;
+    let x = 50 * r;
+    ctx.textAlign = "left";
+    for (const [label, color] of row.legend) {
+      ctx.fillStyle = color;
+      ctx.fillRect(x, y + 4 * r, 10 * r, 10 * r);
+      ctx.fillStyle = theme.fg;
+      ctx.fillText(label, x + 14 * r, y + 9 * r);
+      x += 24 * r + ctx.measureText(label).width;
+    }
+    y += row.legendH;
+  }
+  return canvas.toDataURL("image/png");
+}
+
+// ---- wiring ----------------------------------------------------------------------------------------------
+
+function download(url, name) {
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
+
+let syncSeq = 0;
+
+function render(el) {
+  if (el.dataset[MARK]) return;
+  const kind = KINDS[el.dataset.chart];
+  const src = el.dataset.source && document.getElementById(el.dataset.source);
+  if (!kind || !src) {
+    console.error(`data-chart: unknown kind "${el.dataset.chart}" or missing #${el.dataset.source}`);
+    return;
+  }
+  el.dataset[MARK] = "1";
+  let specs;
+  try {
+    specs = kind(JSON.parse(src.textContent));
+  } catch (err) {
+    console.error(err); // keep the server-rendered fallback
+    return;
+  }
+  addStyle();
+  const theme = themeOf(el);
+  const width = () => Math.max(200, el.clientWidth || 600);
+  el.replaceChildren();
+  el.classList.add("kw-chart");
+  const tools = document.createElement("div");
+  tools.className = "kw-chart-tools";
+  el.append(tools);
+  const syncKey = specs.length > 1 ? `kw-sync-${++syncSeq}` : null;
+  const chart = { el, theme, plots: [] };
+  for (const spec of specs) {
+    const box = document.createElement("div");
+    box.className = specs.length > 1 ? "kw-strip" : "kw-plot";
+    el.append(box);
+    chart.plots.push({ spec, u: new uPlot(toOpts(spec, width(), theme, syncKey), toData(spec), box) });
+  }
+  const name = el.dataset.filename || el.dataset.source || "chart";
+  for (const [fmtName, make] of [
+    ["PNG", () => chartPNG(chart)],
+    ["SVG", () => `data:image/svg+xml;charset=utf-8,${encodeURIComponent(chartSVG(chart))}`],
+  ]) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = fmtName;
+    b.title = `Download this chart as ${fmtName}`;
+    b.dataset.format = fmtName.toLowerCase();
+    b.addEventListener("click", () => download(make(), `${name}.${fmtName.toLowerCase()}`));
+    tools.append(b);
+  }
+  el.kwChart = chart;
+  let lastW = width();
+  if (window.ResizeObserver)
+    new ResizeObserver(() => {
+      const w = width();
+      if (w === lastW) return;
+      lastW = w;
+      for (const { u } of chart.plots) u.setSize({ width: w, height: u.height });
+    }).observe(el);
+}
+
+let styled = false;
+function addStyle() {
+  if (styled) return;
+  styled = true;
+  const style = document.createElement("style");
+  style.textContent =
+    ".kw-chart{position:relative;margin:.5rem 0 1rem}" +
+    ".kw-chart-tools{display:flex;justify-content:flex-end;gap:.25rem}" +
+    ".kw-chart-tools button{font:11px/1.6 system-ui,sans-serif;padding:0 .45rem;background:transparent;color:inherit;" +
+    "border:1px solid rgba(128,128,128,.5);border-radius:3px;cursor:pointer}" +
+    ".kw-strip .u-title{font-size:12px;font-weight:600;text-align:left;padding-left:50px}" +
+    ".kw-chart .u-legend{font-size:12px}";
+  document.head.append(style);
+}
+
+export function renderAll(root = document) {
+  root.querySelectorAll("[data-chart]").forEach(render);
+}
+
+window.KWCharts = { renderAll, kinds: KINDS, svg: (el) => chartSVG(el.kwChart), png: (el) => chartPNG(el.kwChart) };
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => renderAll());
+else renderAll();
+document.addEventListener("htmx:afterSwap", () => renderAll());

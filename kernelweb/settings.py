@@ -5,6 +5,7 @@ in-process event relay) and `KERNELWEB_ENV=production` (refuses to start
 without a secret key and allowed hosts; passes `manage.py check --deploy`).
 """
 
+import re
 from pathlib import Path
 
 import environ
@@ -49,10 +50,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from our static files, nothing from a CDN
     "apps.accounts",
     "apps.catalog",
     "apps.llm",
     "apps.runs",
+    "apps.api",
 ]
 
 MIDDLEWARE = [
@@ -200,13 +205,47 @@ TASKS_DIR = Path(env_str("TASKS_DIR", str(BASE_DIR / "tasks")))
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 180.0, minimum=1.0)
 LLM_PRICES_FILE = env_str("LLM_PRICES_FILE")
 
+# REST API (/api/). Token first: an anonymous request then gets a 401 with `WWW-Authenticate: Token`
+# (with Session first DRF answers 403). Session auth keeps CSRF checks for browser requests.
+# Throttles count in the default cache, i.e. per process unless a shared cache is configured.
+API_THROTTLE_RATES = {
+    "anon": env_str("API_THROTTLE_ANON", "60/minute"),
+    "user": env_str("API_THROTTLE_USER", "1200/minute"),  # the events poll of a few open runs fits easily
+    "token": env_str("API_THROTTLE_TOKEN", "10/minute"),  # password guesses on /api/auth/token/
+}
+for _scope, _rate in API_THROTTLE_RATES.items():
+    if not re.fullmatch(r"[1-9]\d*/(s|sec|second|m|min|minute|h|hour|d|day)", _rate):
+        raise ImproperlyConfigured(f"API_THROTTLE_{_scope.upper()}={_rate!r}: use N/second|minute|hour|day")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.Pagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": API_THROTTLE_RATES,
+    "COERCE_DECIMAL_TO_STRING": False,  # costs and budgets as JSON numbers
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "KernelWeb API",
+    "DESCRIPTION": "Tasks, optimization runs, turns, profiles and run events. Guide: docs/api.md.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Schema and docs are public: they describe the API's shapes, never data (every data endpoint needs
+    # a session or token), and client generators can fetch them without credentials.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 LOGGING = {

@@ -3,7 +3,7 @@
 
 from django.db.models import Q, QuerySet
 
-from apps.runs.models import Run, RunEvent
+from apps.runs.models import Profile, Run, RunEvent, Turn
 
 
 def runs_visible_to(user) -> QuerySet[Run]:
@@ -22,3 +22,12 @@ def run_for_user(user, run_id: int) -> Run | None:
 
 def events_after(run_id: int, after: int = 0, limit: int = 1000) -> list[RunEvent]:
     return list(RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit])
+
+
+def turns_visible_to(user) -> QuerySet[Turn]:
+    """Turns inherit their run's visibility."""
+    return Turn.objects.filter(run__in=runs_visible_to(user)).select_related("run")
+
+
+def profiles_visible_to(user) -> QuerySet[Profile]:
+    return Profile.objects.filter(turn__run__in=runs_visible_to(user))

@@ -1,0 +1,188 @@
+"""Response shapes, plus query-parameter serializers that validate filters (a bad value is a 400, not a
+silently ignored filter) and document them in the schema. Launch validation itself lives in LaunchForm."""
+
+from rest_framework import serializers
+
+from apps.api.filters import RUN_ORDERINGS
+from apps.catalog.models import Precision, Task
+from apps.llm.models import LLMEndpoint
+from apps.runs.forms import LaunchForm
+from apps.runs.models import AgentCall, Profile, ProfileMode, Run, RunStatus, Turn
+
+# --- query parameters -------------------------------------------------------------------------------
+
+
+class TaskQuerySerializer(serializers.Serializer):
+    suite = serializers.CharField(required=False)
+    category = serializers.CharField(required=False)
+    precision = serializers.ChoiceField(choices=Precision.choices, required=False)
+    operator = serializers.CharField(required=False)
+    q = serializers.CharField(required=False, help_text="Substring of the title, operator or description.")
+
+
+class RunQuerySerializer(serializers.Serializer):
+    task = serializers.IntegerField(required=False, min_value=1, help_text="Task id.")
+    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    owner = serializers.ChoiceField(choices=["me"], required=False, help_text="`me`: only your own runs.")
+    suite = serializers.CharField(required=False)
+    category = serializers.CharField(required=False)
+    model = serializers.CharField(required=False, help_text="The run's default model.")
+    ordering = serializers.ChoiceField(choices=list(RUN_ORDERINGS), default="-created_at")
+
+
+class EventQuerySerializer(serializers.Serializer):
+    after = serializers.IntegerField(min_value=0, default=0, help_text="Last seq you have; 0 for all.")
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=1000)
+
+
+class ProfileQuerySerializer(serializers.Serializer):
+    turn = serializers.IntegerField(required=False, min_value=1, help_text="Turn id.")
+    run = serializers.IntegerField(required=False, min_value=1, help_text="Run id.")
+
+
+# --- catalog ----------------------------------------------------------------------------------------
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Task
+        fields = ["id", "slug", "suite", "operator", "precision", "title", "category", "entry_point", "complexity"]
+
+
+class TaskDetailSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Task
+        fields = [*TaskSerializer.Meta.fields, "description", "interface", "params", "outputs", "sizes",
+                  "constants", "inputs", "atol", "rtol", "tolerance_note", "rules", "provenance", "baseline_source"]
+
+
+# --- LLM endpoints ----------------------------------------------------------------------------------
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    """Whether a key is set, never the key: not even masked, so no response can leak a prefix."""
+
+    has_key = serializers.BooleanField(source="has_api_key", read_only=True)
+    shared = serializers.SerializerMethodField(help_text="Offered to every user (no owner).")
+
+    class Meta:
+        model = LLMEndpoint
+        fields = ["id", "name", "base_url", "model_names", "has_key", "shared"]
+
+    def get_shared(self, endpoint: LLMEndpoint) -> bool:
+        return endpoint.owner_id is None
+
+
+# --- runs -------------------------------------------------------------------------------------------
+
+
+class RunConfigSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Run
+        fields = ["endpoint", "model", "agent_models", "rounds", "debug_rounds", "profile_mode", "temperature",
+                  "seed", "time_budget_s", "token_budget", "cost_budget_usd"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    task_slug = serializers.CharField(source="task.slug", read_only=True)
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    config = RunConfigSerializer(source="*", read_only=True)
+    best_turn = serializers.PrimaryKeyRelatedField(source="best_turn_id", read_only=True)
+    last_seq = serializers.IntegerField(source="last_event_seq", read_only=True)
+
+    class Meta:
+        model = Run
+        fields = ["id", "task", "task_slug", "owner", "is_public", "status", "config", "created_at", "started_at",
+                  "finished_at", "worker_host", "gpu_name", "error", "best_turn", "best_score", "tokens_in",
+                  "tokens_out", "cost_usd", "wall_time_s", "gpu_time_s", "origin", "last_seq"]
+
+
+class LaunchSerializer(serializers.Serializer):
+    """The launch request body, for the schema only: apps.runs.forms.LaunchForm validates it, so the page and
+    the API keep one set of rules (a test checks both name the same fields)."""
+
+    tasks = serializers.ListField(child=serializers.IntegerField(), min_length=1,
+                                  max_length=LaunchForm.MAX_TASKS, help_text="Task ids; one run each.")
+    endpoint = serializers.IntegerField(required=False, allow_null=True,
+                                        help_text="LLM endpoint id (yours or a shared one).")
+    model = serializers.CharField(max_length=200, help_text="Model for every agent without its own below.")
+    planner_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    coder_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    compiler_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    debug_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    rounds = serializers.IntegerField(min_value=0, max_value=30, default=3, help_text="Optimization rounds R.")
+    debug_rounds = serializers.IntegerField(min_value=0, max_value=10, default=3, help_text="Debug rounds D.")
+    profile_mode = serializers.ChoiceField(choices=ProfileMode.choices, default=ProfileMode.FILTERED)
+    temperature = serializers.FloatField(min_value=0.0, max_value=2.0, default=0.2)
+    seed = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2**62)
+    time_budget_s = serializers.IntegerField(required=False, allow_null=True, min_value=60)
+    token_budget = serializers.IntegerField(required=False, allow_null=True, min_value=1000)
+    cost_budget_usd = serializers.DecimalField(required=False, allow_null=True, min_value=0, max_digits=10,
+                                               decimal_places=4)
+    is_public = serializers.BooleanField(required=False, default=False)
+
+
+class LaunchedSerializer(serializers.Serializer):
+    runs = RunSerializer(many=True)
+
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+# --- turns, profiles, agent calls, events -----------------------------------------------------------
+
+TURN_SUMMARY_FIELDS = ["id", "run", "round_index", "debug_index", "kind", "parent", "verdict", "score", "valid",
+                       "reason", "llm_seconds", "compile_seconds", "eval_seconds", "profile_seconds", "created_at"]
+
+
+class TurnSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Turn
+        fields = TURN_SUMMARY_FIELDS
+
+
+class ProfileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Profile
+        fields = ["id", "turn", "size_index", "size", "kernel", "bottleneck", "filtered_metrics", "full_metrics",
+                  "tool_version", "gpu_name"]
+
+
+class TurnProfileSerializer(serializers.ModelSerializer):
+    """The Planner's view of a profile; the full metric set is at /api/profiles/?turn=<id>."""
+
+    class Meta:
+        model = Profile
+        fields = ["id", "size_index", "size", "kernel", "bottleneck", "filtered_metrics"]
+
+
+class AgentCallSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AgentCall
+        fields = ["id", "role", "model", "tokens_in", "tokens_out", "cost_usd", "latency_s", "error", "messages",
+                  "response", "created_at"]
+
+
+class TurnSerializer(serializers.ModelSerializer):
+    profiles = TurnProfileSerializer(many=True, read_only=True)
+    agent_calls = AgentCallSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Turn
+        fields = [*TURN_SUMMARY_FIELDS, "scheme", "code", "compile_command", "compile_log", "ptxas", "results",
+                  "profiles", "agent_calls"]
+
+
+class EventSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    type = serializers.CharField()
+    payload = serializers.JSONField()
+    created = serializers.DateTimeField()
+
+
+class EventPageSerializer(serializers.Serializer):
+    events = EventSerializer(many=True, help_text="RunEvent.as_message(), in seq order.")
+    last_seq = serializers.IntegerField(help_text="Pass as `after` on the next poll.")
+    finished = serializers.BooleanField(help_text="The run has ended and no events remain: stop polling.")
+    status = serializers.ChoiceField(choices=RunStatus.choices)

@@ -1,0 +1,22 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.api import views
+
+app_name = "api"
+urlpatterns = [
+    path("tasks/", views.TaskList.as_view(), name="task-list"),
+    path("tasks/<int:pk>/", views.TaskDetail.as_view(), name="task-detail"),
+    path("runs/", views.RunList.as_view(), name="run-list"),
+    path("runs/<int:pk>/", views.RunDetail.as_view(), name="run-detail"),
+    path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/turns/", views.RunTurns.as_view(), name="run-turns"),
+    path("runs/<int:pk>/events/", views.RunEvents.as_view(), name="run-events"),
+    path("turns/<int:pk>/", views.TurnDetail.as_view(), name="turn-detail"),
+    path("profiles/", views.ProfileList.as_view(), name="profile-list"),
+    path("endpoints/", views.EndpointList.as_view(), name="endpoint-list"),
+    path("auth/token/", views.ObtainToken.as_view(), name="token"),
+    # Public (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]): the schema describes shapes, never data.
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+]

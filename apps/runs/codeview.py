@@ -1,0 +1,132 @@
+"""Code for the browser: Pygments highlighting per line and a side-by-side diff, rendered on the server.
+
+Pages that only display work without JavaScript, so the diff is computed here (difflib) and each
+line is highlighted on its own (a comment spanning lines is split into per-line spans), which lets a
+template mark changed lines, give every line an anchor and link compiler errors to it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from pygments.lexers import CudaLexer
+from pygments.token import STANDARD_TYPES
+
+CONTEXT = 4  # unchanged lines kept around each change before a run of equal lines is folded
+
+
+@lru_cache(maxsize=1)
+def _lexer() -> CudaLexer:
+    return CudaLexer(stripnl=False, ensurenl=False)
+
+
+def _css_class(ttype) -> str:
+    while ttype not in STANDARD_TYPES:
+        ttype = ttype.parent
+    return STANDARD_TYPES[ttype]
+
+
+def highlight_lines(code: str) -> list[SafeString]:
+    """One HTML fragment per source line, with Pygments' short CSS classes (`k`, `c1`, `mi`...)."""
+    lines: list[list[str]] = [[]]
+    for ttype, value in _lexer().get_tokens(code):
+        css = _css_class(ttype)
+        for i, part in enumerate(value.split("\n")):
+            if i:
+                lines.append([])
+            if part:
+                lines[-1].append(f'<span class="{css}">{escape(part)}</span>' if css else escape(part))
+    if code.endswith("\n") and lines and not lines[-1]:
+        lines.pop()
+    return [mark_safe("".join(parts)) for parts in lines]  # noqa: S308 - every piece escaped above
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One row of a side-by-side diff; `kind` is equal, replace, delete, insert or fold."""
+
+    kind: str
+    left_no: int | None = None
+    left: SafeString | str = ""
+    right_no: int | None = None
+    right: SafeString | str = ""
+    folded: int = 0  # for kind "fold": how many equal lines are hidden
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    rows: list[DiffRow]
+    added: int
+    removed: int
+
+    @property
+    def identical(self) -> bool:
+        return self.added == 0 and self.removed == 0
+
+
+def side_by_side(left: str, right: str, *, context: int = CONTEXT) -> SideBySide:
+    """Rows pairing `left` and `right` line by line, long unchanged stretches folded."""
+    a, b = left.splitlines(), right.splitlines()
+    ha, hb = highlight_lines(left), highlight_lines(right)
+    rows: list[DiffRow] = []
+    added = removed = 0
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    opcodes = matcher.get_opcodes()
+    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag == "equal":
+            keep_head = context if index > 0 else 0
+            keep_tail = context if index < len(opcodes) - 1 else 0
+            length = i2 - i1
+            if length > keep_head + keep_tail + 1:
+                spans = [(0, keep_head), (length - keep_tail, length)]
+                folded = length - keep_head - keep_tail
+            else:
+                spans, folded = [(0, length)], 0
+            for n, (start, stop) in enumerate(spans):
+                if n == 1 and folded:
+                    rows.append(DiffRow("fold", folded=folded))
+                for k in range(start, stop):
+                    rows.append(DiffRow("equal", i1 + k + 1, ha[i1 + k], j1 + k + 1, hb[j1 + k]))
+            continue
+        removed += i2 - i1
+        added += j2 - j1
+        for k in range(max(i2 - i1, j2 - j1)):
+            li, rj = i1 + k, j1 + k
+            has_left, has_right = li < i2, rj < j2
+            kind = "replace" if has_left and has_right else ("delete" if has_left else "insert")
+            rows.append(DiffRow(
+                kind,
+                li + 1 if li < i2 else None, ha[li] if li < i2 else "",
+                rj + 1 if rj < j2 else None, hb[rj] if rj < j2 else "",
+            ))
+    return SideBySide(rows, added, removed)
+
+
+_LOG_LINE = re.compile(r"^(?P<file>[\w./-]+\.cu)\((?P<line>\d+)\): (?P<level>error|warning)|"
+                       r"^(?P<file2>[\w./-]+\.cu):(?P<line2>\d+):(?:\d+:)? (?P<level2>error|warning)")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    text: str
+    line: int | None = None  # the candidate's source line it points at, if any
+    level: str = ""  # error | warning | ""
+
+
+def compile_log_lines(log: str) -> list[LogLine]:
+    """Split an nvcc log into lines and find the `file.cu(12): error` (or `file.cu:12:`) references."""
+    out = []
+    for text in log.splitlines():
+        match = _LOG_LINE.match(text.strip())
+        if match:
+            line = match.group("line") or match.group("line2")
+            level = match.group("level") or match.group("level2")
+            out.append(LogLine(text, int(line), level))
+        else:
+            out.append(LogLine(text))
+    return out

@@ -142,9 +142,10 @@ class Turn(models.Model):
 
 
 class Bottleneck(models.TextChoices):
-    COMPUTE = "compute", "Compute bound"
-    MEMORY_LATENCY = "memory_latency", "Memory latency bound"
-    MEMORY_BANDWIDTH = "memory_bandwidth", "Memory bandwidth bound"
+    # The engine's values (worker.results.Bottleneck), stored as they come.
+    COMPUTE = "compute_bound", "Compute bound"
+    MEMORY_LATENCY = "memory_latency_bound", "Memory latency bound"
+    MEMORY_BANDWIDTH = "memory_bandwidth_bound", "Memory bandwidth bound"
     UNKNOWN = "unknown", "Unknown"
 
 

@@ -78,7 +78,7 @@ class LaunchForm(forms.Form):
 
 
 class ManualTurnForm(forms.Form):
-    code = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}),
+    code = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false", "data-editor": "cuda"}),
                            help_text='Defines extern "C" void <entry>_optimized(<same parameters>).')
     flags = forms.CharField(required=False, max_length=1000, label="nvcc command",
                             help_text="Optional, e.g. nvcc -O3 --use_fast_math; checked against the whitelist.")

@@ -23,6 +23,10 @@
     payload.textContent = " " + JSON.stringify(event.payload);  // textContent: never parsed as HTML
     item.append(seq, type, payload);
     list.append(item);
+    const follow = document.getElementById("autoscroll");
+    if (!follow || follow.checked) list.scrollTop = list.scrollHeight;
+    // The viewer refreshes its timeline, header and charts from these (static/js/viewer.js).
+    document.dispatchEvent(new CustomEvent("kw:run-event", { detail: event }));
     if (event.type.startsWith("run.") && event.payload.status && statusBadge) {
       statusBadge.textContent = event.payload.status;
       statusBadge.className = "status status-" + event.payload.status;

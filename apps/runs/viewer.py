@@ -1,0 +1,313 @@
+"""What the trajectory viewer shows, computed from the database in a bounded number of queries.
+
+The page is server-rendered (it works without JavaScript); the same functions feed the fragments
+that htmx swaps in when a turn is selected and when live events arrive. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import markdown
+import nh3
+from django.utils.safestring import SafeString, mark_safe
+
+from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
+from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnKind
+
+AGAINST = ("baseline", "parent", "best")
+BOTTLENECK_SHORT = {Bottleneck.COMPUTE: "CB", Bottleneck.MEMORY_LATENCY: "ML", Bottleneck.MEMORY_BANDWIDTH: "MB"}
+
+
+def turn_label(round_index: int, debug_index: int) -> str:
+    return f"{round_index}.{debug_index}"
+
+
+def parse_label(value: str | None) -> tuple[int, int] | None:
+    match = re.fullmatch(r"(\d{1,4})\.(\d{1,3})", value or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def geomean(values: list[float]) -> float | None:
+    positive = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in positive) / len(positive)) if positive else None
+
+
+def size_label(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+# ------------------------------------------------------------------------------------------ timeline
+
+
+@dataclass(frozen=True)
+class TurnItem:
+    id: int
+    label: str
+    round_index: int
+    debug_index: int
+    kind: str
+    verdict: str
+    valid: bool
+    score: float | None
+    reason: str
+    bottleneck: str
+    is_best: bool
+
+    @property
+    def status(self) -> str:
+        if not self.verdict:
+            return "pending"
+        return "valid" if self.valid or (self.kind == TurnKind.BASELINE and self.verdict == "ok") else "invalid"
+
+    @property
+    def bottleneck_short(self) -> str:
+        return BOTTLENECK_SHORT.get(self.bottleneck, "")
+
+
+def timeline(run: Run) -> list[TurnItem]:
+    """Every turn without its code and logs (2 queries, whatever the number of turns)."""
+    fields = ("id", "run_id", "round_index", "debug_index", "kind", "verdict", "valid", "score", "reason")
+    turns = list(run.turns.only(*fields).order_by("round_index", "debug_index"))
+    classes: dict[int, Counter] = defaultdict(Counter)
+    for turn_id, bottleneck in Profile.objects.filter(turn__run=run).values_list("turn_id", "bottleneck"):
+        classes[turn_id][bottleneck] += 1
+    return [
+        TurnItem(t.id, turn_label(t.round_index, t.debug_index), t.round_index, t.debug_index, t.kind, t.verdict,
+                 t.valid, t.score, t.reason,
+                 classes[t.id].most_common(1)[0][0] if classes[t.id] else "", t.id == run.best_turn_id)
+        for t in turns
+    ]
+
+
+# ------------------------------------------------------------------------------------------- charts
+
+
+def chart_data(items: list[TurnItem], results: dict[int, list[dict]]) -> dict[str, Any]:
+    """JSON for kw-charts: P and best-so-far per turn, and speedup per size per turn."""
+    best = None
+    score_turns = []
+    for item in items:
+        if item.kind == TurnKind.BASELINE:
+            continue
+        score = item.score if item.valid else None
+        if score is not None:
+            best = score if best is None else max(best, score)
+        score_turns.append({"label": item.label, "score": score, "best": best, "valid": item.valid})
+    baseline = next((results.get(i.id) for i in items if i.kind == TurnKind.BASELINE), None) or []
+    sizes = [size_label(r.get("params") or {}) for r in baseline]
+    strips = []
+    for item in items:
+        if item.kind == TurnKind.BASELINE or not sizes:
+            continue
+        by_index = {r.get("index", n): r for n, r in enumerate(results.get(item.id) or [])}
+        speedups = [by_index.get(n, {}).get("speedup") for n in range(len(sizes))]
+        strips.append({"label": item.label, "speedups": speedups,
+                       "failed": [not item.valid or s is None for s in speedups]})
+    return {"score": {"turns": score_turns, "ylabel": "P"}, "sizes": {"sizes": sizes, "turns": strips}}
+
+
+def results_by_turn(run: Run) -> dict[int, list[dict]]:
+    return dict(run.turns.values_list("id", "results"))
+
+
+# ------------------------------------------------------------------------------------------- header
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run: Run
+    models: dict[str, str]
+    best_label: str
+    best_geomean: float | None
+    turns: int
+    valid_turns: int
+
+
+def run_summary(run: Run, items: list[TurnItem], results: dict[int, list[dict]]) -> RunSummary:
+    best = next((i for i in items if i.is_best), None)
+    speedups = [r.get("speedup") for r in results.get(best.id, [])] if best else []
+    models = {"all agents": run.model, **(run.agent_models or {})}
+    return RunSummary(run, models, best.label if best else "", geomean([s for s in speedups if s]),
+                      sum(1 for i in items if i.kind != TurnKind.BASELINE), sum(1 for i in items if i.valid))
+
+
+# ------------------------------------------------------------------------------------- selected turn
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    size: str
+    complexity: float | None
+    baseline_ms: float | None
+    candidate_ms: float | None
+    speedup: float | None
+    cv: float | None
+    correct: bool | None
+    mismatch: str
+    flags: list[str]
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    name: str
+    unit: str
+    value: Any
+    pinned: Any
+    delta_pct: float | None
+    verdict: str  # better | worse | same | ""
+
+
+@dataclass(frozen=True)
+class ProfileBlock:
+    size: str
+    kernel: str
+    bottleneck: str
+    rows: list[MetricRow]
+    full: dict[str, Any]
+
+
+@dataclass
+class TurnPanel:
+    turn: Turn
+    label: str
+    against: str
+    against_turn: Turn | None
+    diff: SideBySide | None
+    lines: list[SafeString]  # the turn's code alone, when there is nothing to compare with
+    plan_html: SafeString
+    log: list[LogLine]
+    ptxas: list[dict]
+    results: list[ResultRow]
+    pinned_label: str
+    profiles: list[ProfileBlock]
+    calls: list[AgentCall]
+    manual_code: str = ""
+    links: dict[str, str] = field(default_factory=dict)
+
+
+_SANITIZE_TAGS = {"p", "ul", "ol", "li", "code", "pre", "em", "strong", "a", "h3", "h4", "blockquote", "br",
+                  "table", "thead", "tbody", "tr", "th", "td"}
+
+
+def render_markdown(text: str) -> SafeString:
+    """LLM text as Markdown, then sanitized: no raw HTML, scripts, handlers or javascript: links survive."""
+    html = markdown.markdown(text or "", extensions=["fenced_code", "tables"], output_format="html")
+    clean = nh3.clean(html, tags=_SANITIZE_TAGS, attributes={"a": {"href", "title"}},
+                      url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow")
+    return mark_safe(clean)  # noqa: S308 - sanitized by nh3 just above
+
+
+# Which direction is an improvement, by metric name; unknown metrics are shown without a colour.
+_LOWER_IS_BETTER = re.compile(r"duration|cycles|spill|stall|latency|conflict|registers", re.I)
+_HIGHER_IS_BETTER = re.compile(r"throughput|hit rate|ipc|occupancy|busy|utilization|efficiency|bandwidth", re.I)
+
+
+def metric_verdict(name: str, value: Any, pinned: Any) -> tuple[float | None, str]:
+    if not isinstance(value, int | float) or not isinstance(pinned, int | float):
+        return None, ""
+    if pinned == value:
+        return 0.0, "same"
+    delta = (value - pinned) / abs(pinned) * 100 if pinned else None
+    if _LOWER_IS_BETTER.search(name):
+        return delta, "better" if value < pinned else "worse"
+    if _HIGHER_IS_BETTER.search(name):
+        return delta, "better" if value > pinned else "worse"
+    return delta, ""
+
+
+def _value(metric: Any) -> tuple[Any, str]:
+    if isinstance(metric, dict):
+        return metric.get("value"), metric.get("unit", "")
+    return metric, ""
+
+
+def profile_blocks(turn: Turn, pinned: Turn | None) -> list[ProfileBlock]:
+    """The turn's filtered metrics per size and kernel, each beside the pinned turn's value at that size.
+
+    Kernel names differ between turns (`x_kernel` → `x_kernel_optimized`), so kernels are paired
+    by size and position."""
+    mine = list(turn.profiles.all())
+    theirs: dict[int, list[Profile]] = defaultdict(list)
+    if pinned is not None and pinned.pk != turn.pk:
+        for p in pinned.profiles.all():
+            theirs[p.size_index].append(p)
+    position: Counter = Counter()
+    blocks = []
+    for p in mine:
+        n = position[p.size_index]
+        position[p.size_index] += 1
+        other = theirs[p.size_index][n] if n < len(theirs[p.size_index]) else None
+        rows = []
+        for name, metric in (p.filtered_metrics or {}).items():
+            value, unit = _value(metric)
+            pinned_value = _value((other.filtered_metrics or {}).get(name) or
+                                  _find_full(other.full_metrics, name))[0] if other else None
+            delta, verdict = metric_verdict(name, value, pinned_value)
+            rows.append(MetricRow(name, unit, value, pinned_value, delta, verdict))
+        blocks.append(ProfileBlock(size_label(p.size), p.kernel, p.get_bottleneck_display(), rows, p.full_metrics))
+    return blocks
+
+
+def _find_full(full: dict, name: str) -> Any:
+    for section in (full or {}).values():
+        if isinstance(section, dict) and name in section:
+            return section[name]
+    return None
+
+
+def result_rows(results: list[dict]) -> list[ResultRow]:
+    rows = []
+    for r in results or []:
+        baseline, candidate = r.get("baseline") or {}, r.get("candidate") or {}
+        mismatch = r.get("first_mismatch")
+        if isinstance(mismatch, dict):
+            mismatch = ", ".join(f"{k}={v}" for k, v in mismatch.items())
+        rows.append(ResultRow(
+            size_label(r.get("params") or {}), r.get("complexity"), baseline.get("mean_ms"), candidate.get("mean_ms"),
+            r.get("speedup"), (candidate or baseline).get("cv"), r.get("correct"), mismatch or "",
+            list(r.get("flags") or []),
+        ))
+    return rows
+
+
+def _anchor_turn(run: Run, turn: Turn, against: str) -> Turn | None:
+    if against == "parent":
+        return turn.parent
+    if against == "best":
+        return run.best_turn if run.best_turn_id and run.best_turn_id != turn.pk else None
+    return run.turns.filter(round_index=0, debug_index=0).exclude(pk=turn.pk).first()
+
+
+def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[int, int] | None = None) -> TurnPanel:
+    against = against if against in AGAINST else "baseline"
+    other = _anchor_turn(run, turn, against)
+    diff = side_by_side(other.code, turn.code) if other is not None else None
+    pinned = run.turns.filter(round_index=pin[0], debug_index=pin[1]).first() if pin else None
+    if pinned is None:
+        pinned = run.turns.filter(round_index=0, debug_index=0).first()
+    ptxas = (turn.ptxas or {}).get("kernels") or []
+    return TurnPanel(
+        turn=turn, label=turn_label(turn.round_index, turn.debug_index), against=against, against_turn=other,
+        diff=diff, lines=[] if diff else highlight_lines(turn.code), plan_html=render_markdown(turn.scheme),
+        log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results),
+        pinned_label=turn_label(pinned.round_index, pinned.debug_index) if pinned else "",
+        profiles=profile_blocks(turn, pinned), calls=list(turn.agent_calls.all()), manual_code=turn.code,
+    )
+
+
+def select_turn(run: Run, label: str | None) -> Turn | None:
+    """The turn named in the URL, else the best, else the latest."""
+    wanted = parse_label(label)
+    turns = run.turns.select_related("parent")
+    if wanted:
+        found = turns.filter(round_index=wanted[0], debug_index=wanted[1]).first()
+        if found:
+            return found
+    if run.best_turn_id:
+        return turns.filter(pk=run.best_turn_id).first()
+    return turns.order_by("-round_index", "-debug_index").first()

@@ -52,6 +52,9 @@ def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = 
         )
         event_append(run.pk, "run.queued", {"task": task.slug, "model": run.model, "imported": True})
         run_transition(run.pk, RunStatus.RUNNING, worker_host="imported", gpu_name=data.get("gpu", ""))
+        # What a live worker logs on start (execution.run_execute), so pages can show the toolchain.
+        event_append(run.pk, "worker.info", {"host": "imported", "gpu": data.get("gpu") or None,
+                                             **(data.get("toolchain") or {})})
         sink = DjangoSink(run)
         for turn in data["turns"]:
             record = _turn(turn)

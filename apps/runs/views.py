@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 from apps.catalog.models import Task
 from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
-from apps.runs.models import Run, RunStatus
+from apps.runs.models import RunStatus
 from apps.runs.selectors import events_after, run_for_user, runs_visible_to
 from apps.runs.services import run_cancel, runs_launch
 
@@ -100,8 +100,3 @@ def task_evaluate(request, task_pk: int):
             messages.success(request, f"Your kernel is queued for evaluation as run {run.pk}.")
             return redirect("runs:detail", pk=run.pk)
     return render(request, "runs/task_evaluate.html", {"task": task, "form": form})
-
-
-def showcase(request):
-    runs = Run.objects.filter(is_public=True, status=RunStatus.SUCCEEDED).select_related("task")[:50]
-    return render(request, "runs/showcase.html", {"runs": runs})

@@ -55,3 +55,44 @@ def test_admin_keeps_the_key_when_the_field_is_left_empty(admin_client):
     )
     endpoint.refresh_from_db()
     assert (endpoint.name, endpoint.get_api_key()) == ("lab2", "sk-keep")
+
+
+def test_users_add_their_own_endpoint_and_the_key_is_never_shown_back(client, user):
+    client.force_login(user)
+    response = client.post(reverse("llm:create"), {"name": "mine", "base_url": "https://llm.example/v1",
+                                                   "model_names": "gpt-a, gpt-b\ngpt-a", "api_key": "sk-user-42"})
+    assert response.status_code == 302
+    endpoint = LLMEndpoint.objects.get(name="mine")
+    assert (endpoint.owner, endpoint.model_names, endpoint.get_api_key()) == (user, ["gpt-a", "gpt-b"], "sk-user-42")
+    for url in (reverse("llm:list"), reverse("llm:edit", args=[endpoint.pk])):
+        page = client.get(url).content.decode()
+        assert "sk-user-42" not in page and endpoint.api_key_encrypted not in page
+    client.post(reverse("llm:edit", args=[endpoint.pk]), {"name": "mine", "base_url": "https://llm.example/v1",
+                                                          "model_names": "", "api_key": ""})
+    endpoint.refresh_from_db()
+    assert endpoint.get_api_key() == "sk-user-42"  # an empty key field keeps the stored key
+
+
+def test_other_users_cannot_edit_or_delete_an_endpoint_and_shared_ones_are_read_only(client, user, other_user):
+    mine = LLMEndpoint.objects.create(name="mine", base_url="https://a.example/v1", owner=user)
+    shared = LLMEndpoint.objects.create(name="shared", base_url="https://b.example/v1")
+    client.force_login(other_user)
+    assert client.get(reverse("llm:edit", args=[mine.pk])).status_code == 404
+    assert client.post(reverse("llm:delete", args=[mine.pk])).status_code == 404
+    assert client.get(reverse("llm:edit", args=[shared.pk])).status_code == 404
+    listing = client.get(reverse("llm:list")).content.decode()
+    assert "shared" in listing and "https://a.example" not in listing
+    client.force_login(user)
+    assert client.post(reverse("llm:delete", args=[mine.pk])).status_code == 302
+    assert not LLMEndpoint.objects.filter(pk=mine.pk).exists()
+
+
+def test_bad_endpoint_input_is_explained_and_nothing_is_saved(client, user):
+    LLMEndpoint.objects.create(name="dup", base_url="https://a.example/v1", owner=user)
+    client.force_login(user)
+    response = client.post(reverse("llm:create"), {"name": "x", "base_url": "not a url", "model_names": "[1, 2]"})
+    form = response.context["form"]
+    assert set(form.errors) == {"base_url", "model_names"} and "strings only" in form.errors["model_names"][0]
+    response = client.post(reverse("llm:create"), {"name": "dup", "base_url": "https://b.example/v1"})
+    assert "already have an endpoint with this name" in response.content.decode()
+    assert LLMEndpoint.objects.count() == 1

@@ -139,3 +139,16 @@ def test_metric_deltas_know_which_direction_is_better():
     assert metric_verdict("Registers Per Thread", 40, 32)[1] == "worse"
     assert metric_verdict("Something New", 2.0, 1.0) == (100.0, "")
     assert metric_verdict("Duration", "n/a", 1.0) == (None, "")
+
+
+def test_the_viewer_shares_the_comparison_on_screen(client, user, demo_run):
+    client.force_login(user)
+    html = page(client, demo_run, turn="1.1", against="parent")
+    a = re.search(r'name="a" value="(\d+)"', html).group(1)
+    b = re.search(r'name="b" value="(\d+)"', html).group(1)
+    turns = {t.pk: (t.round_index, t.debug_index) for t in demo_run.turns.all()}
+    assert (turns[int(a)], turns[int(b)]) == ((1, 0), (1, 1))
+    response = client.post(reverse("runs:share", args=[demo_run.pk]), {"a": a, "b": b})
+    assert response.status_code == 302 and response.url.startswith("/s/")
+    client.logout()
+    assert "softmax_kernel_optimized" in client.get(response.url).content.decode()

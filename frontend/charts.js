@@ -42,6 +42,7 @@ const KINDS = {
 
   "size-strips"(data) {
     const turns = data.turns || [];
+    const many = (data.sizes || []).length > 4; // many sizes: low strips, one legend at the top
     return (data.sizes || []).map((size, k) => {
       const fails = [];
       turns.forEach((t, i) => t.failed && t.failed[k] && fails.push(i));
@@ -50,7 +51,8 @@ const KINDS = {
         x: turnX(turns),
         xLabels: turnLabels(turns),
         ylabel: "speedup",
-        height: 130,
+        height: many ? 84 : 130,
+        legend: !many || k === 0,
         yInclude: [1],
         fails,
         failLabel: "failed",
@@ -159,7 +161,7 @@ function toOpts(spec, width, theme, syncKey) {
       { ...axis, label: spec.ylabel || undefined, labelFont: FONT, size: 50 },
     ],
     cursor: syncKey ? { sync: { key: syncKey } } : {},
-    legend: { live: true },
+    legend: { live: true, show: spec.legend !== false },
     hooks: { draw: [(u) => failMarks(u, spec, failIdx)] },
   };
 }

@@ -44,6 +44,14 @@ class LaunchForm(forms.Form):
         self.fields["tasks"].queryset = tasks_enabled()
         self.fields["endpoint"].queryset = endpoints_for(user)
 
+    def task_groups(self) -> list[tuple[str, list[tuple[object, bool]]]]:
+        """Enabled tasks by category for the picker, each with whether it is ticked."""
+        chosen = set(self.data.getlist("tasks") if self.is_bound else (self.initial.get("tasks") or []))
+        groups: dict[str, list] = {}
+        for task in self.fields["tasks"].queryset.order_by("category", "operator", "precision"):
+            groups.setdefault(task.category.replace("_", " "), []).append((task, str(task.pk) in chosen))
+        return list(groups.items())
+
     def clean_tasks(self):
         tasks = self.cleaned_data["tasks"]
         if len(tasks) > self.MAX_TASKS:

@@ -20,6 +20,7 @@ from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnKind
 
 AGAINST = ("baseline", "parent", "best")
+PENDING_VERDICTS = ("", "queued")  # not evaluated yet (a manual turn waits as "queued")
 BOTTLENECK_SHORT = {Bottleneck.COMPUTE: "CB", Bottleneck.MEMORY_LATENCY: "ML", Bottleneck.MEMORY_BANDWIDTH: "MB"}
 
 
@@ -60,7 +61,7 @@ class TurnItem:
 
     @property
     def status(self) -> str:
-        if not self.verdict:
+        if self.verdict in PENDING_VERDICTS:
             return "pending"
         return "valid" if self.valid or (self.kind == TurnKind.BASELINE and self.verdict == "ok") else "invalid"
 

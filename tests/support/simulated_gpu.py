@@ -4,14 +4,14 @@ This machine has no GPU, so the worker would fail every run at once with the no-
 the worker-loss tests a run has to be in flight when its worker dies; this module gives the worker a
 simulated GPU and puts the scripted evaluator in place of the engine. Everything else is real:
 the Celery prefork pool, the Redis broker, the database, the run's claim and reclaim, the
-pipeline, and its LLM calls through the openai SDK to the scripted HTTP server.
+pipeline and manual turns, and the LLM calls through the openai SDK to the scripted HTTP server.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from apps.runs import execution
+from apps.runs import execution, manual
 from tests.support.scripted_eval import ScriptedEvaluator
 from worker import toolchain
 from worker.gpu import GpuInfo
@@ -32,5 +32,11 @@ class _SimulatedPipeline(Pipeline):
                          evaluate_baseline_fn=evaluator.baseline, **kwargs)
 
 
-execution.toolchain = type("SimulatedToolchain", (), {"detect": staticmethod(_detect)})
+def _evaluate(spec, precision, code, flags, options, chain=None):
+    return ScriptedEvaluator(spec)(spec, precision, code, flags, options)
+
+
+SimulatedToolchain = type("SimulatedToolchain", (), {"detect": staticmethod(_detect)})
+execution.toolchain = manual.toolchain = SimulatedToolchain
 execution.Pipeline = _SimulatedPipeline
+manual.evaluate = _evaluate

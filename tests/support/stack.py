@@ -50,14 +50,14 @@ class Stack:
         process = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=out, start_new_session=True)
         self.processes.append((process, out))
 
-    def start_worker(self) -> None:
+    def start_worker(self, *extra: str) -> None:
         self._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu",
-                               "--pool", "solo", "--loglevel", "INFO"])
+                               "--pool", "solo", "--loglevel", "INFO", *extra])
 
-    def start(self, *, worker: bool = True) -> None:
+    def start(self, *, worker: bool = True, worker_args: tuple[str, ...] = ()) -> None:
         self._spawn("web", [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "kernelweb.asgi:application"])
         if worker:
-            self.start_worker()
+            self.start_worker(*worker_args)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:

@@ -32,6 +32,12 @@ class Task(models.Model):
     enabled = models.BooleanField(default=True)
     spec_path = models.CharField(max_length=500, blank=True, help_text="Relative to TASKS_DIR.")
     source_hash = models.CharField(max_length=64, blank=True, help_text="Hash of spec + sources at last sync.")
+    # The last "Validate baseline on GPU" (baseline vs the CPU reference, worker.evaluate.validate).
+    validated_at = models.DateTimeField(null=True, blank=True)
+    validation_verdict = models.CharField(
+        max_length=32, blank=True, help_text="ok, incorrect, no_gpu, compile_error, ...; 'queued' while waiting."
+    )
+    validation_detail = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,27 +1,30 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from apps.catalog.models import Task
+from apps.runs.filters import run_listing
 from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
-from apps.runs.models import RunStatus
-from apps.runs.selectors import events_after, run_for_user, runs_visible_to
+from apps.runs.selectors import events_after, run_for_user
 from apps.runs.services import run_cancel, runs_launch
 
 
 @login_required
 def run_list(request):
-    runs = runs_visible_to(request.user)
-    status = request.GET.get("status", "")
-    if status in RunStatus.values:
-        runs = runs.filter(status=status)
-    page = Paginator(runs, 25).get_page(request.GET.get("page"))
-    return render(request, "runs/run_list.html", {"page": page, "status": status, "statuses": RunStatus.choices})
+    listing = run_listing(request.user, request.GET)
+    # htmx swaps only the results; a history restore (HX-History-Restore-Request) needs the whole page.
+    partial = request.headers.get("HX-Request") == "true" and "HX-History-Restore-Request" not in request.headers
+    response = render(request, "runs/_run_results.html" if partial else "runs/run_list.html", {"listing": listing})
+    if partial:  # the address bar gets the canonical URL (no empty fields), which reloads to the same page
+        query = listing.filters.querystring()
+        response["HX-Push-Url"] = f"{request.path}?{query}" if query else request.path
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 @login_required

@@ -7,11 +7,15 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from apps.catalog.models import Task
+from apps.runs import viewer
 from apps.runs.filters import run_listing
 from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
-from apps.runs.selectors import events_after, run_for_user
+from apps.runs.models import Run, RunEvent
+from apps.runs.selectors import run_for_user
 from apps.runs.services import run_cancel, runs_launch
+
+EVENTS_SHOWN = 200  # the rest is in the API (events since seq); the live stream resumes after the last
 
 
 @login_required
@@ -27,19 +31,54 @@ def run_list(request):
     return response
 
 
-@login_required
-def run_detail(request, pk: int):
+def _visible_run(request, pk: int) -> Run:
     run = run_for_user(request.user, pk)
     if run is None:
         raise Http404("No such run, or it is not shared with you.")
-    events = events_after(run.pk, 0)
-    turns = run.turns.order_by("round_index", "debug_index")
-    return render(
-        request,
-        "runs/run_detail.html",
-        {"run": run, "events": events, "last_seq": events[-1].seq if events else 0, "turns": turns,
-         "manual_form": ManualTurnForm() if run.owner_id == request.user.pk else None},
-    )
+    return run
+
+
+def _viewer_context(request, run: Run) -> dict:
+    items = viewer.timeline(run)
+    results = viewer.results_by_turn(run)
+    return {"run": run, "summary": viewer.run_summary(run, items, results), "items": items,
+            "charts": viewer.chart_data(items, results), "is_owner": run.owner_id == request.user.pk}
+
+
+def _panel_context(request, run: Run) -> dict:
+    turn = viewer.select_turn(run, request.GET.get("turn"))
+    if turn is None:
+        return {"panel": None}
+    panel = viewer.turn_panel(run, turn, against=request.GET.get("against", "baseline"),
+                              pin=viewer.parse_label(request.GET.get("pin")))
+    form = ManualTurnForm(initial={"code": turn.code}) if run.owner_id == request.user.pk else None
+    return {"panel": panel, "manual_form": form}
+
+
+@login_required
+def run_detail(request, pk: int):
+    """The trajectory viewer: header, timeline, code panes and tabs of the selected turn, charts, events."""
+    run = _visible_run(request, pk)
+    events = list(reversed(RunEvent.objects.filter(run=run).order_by("-seq")[:EVENTS_SHOWN]))
+    context = {**_viewer_context(request, run), **_panel_context(request, run), "events": events,
+               "last_seq": run.last_event_seq}
+    # A finished run still streams while a manual turn of it is being evaluated.
+    context["live"] = run.is_active or any(item.status == "pending" for item in context["items"])
+    return render(request, "runs/run_detail.html", context)
+
+
+@login_required
+def run_panel(request, pk: int):
+    """The selected turn's panes and tabs alone, swapped in by htmx when another turn is picked."""
+    run = _visible_run(request, pk)
+    return render(request, "runs/_turn_panel.html", {"run": run, **_panel_context(request, run)})
+
+
+@login_required
+def run_live(request, pk: int):
+    """Header, timeline and charts as out-of-band fragments, fetched when live events arrive."""
+    run = _visible_run(request, pk)
+    return render(request, "runs/_live.html", _viewer_context(request, run))
 
 
 @login_required
@@ -54,7 +93,9 @@ def run_launch(request):
             return redirect("runs:detail", pk=runs[0].pk)
         messages.success(request, f"{len(runs)} runs queued: {', '.join(str(r.pk) for r in runs)}.")
         return redirect(f"{reverse('runs:list')}?owner=me")
-    return render(request, "runs/launch.html", {"form": form})
+    groups = form.task_groups()
+    open_groups = {category for category, tasks in groups if any(checked for _, checked in tasks)}
+    return render(request, "runs/launch.html", {"form": form, "task_groups": groups, "open_groups": open_groups})
 
 
 @login_required

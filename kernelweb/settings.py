@@ -150,7 +150,10 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "kernelweb")},
+            # redis-py's default 5 s socket timeout races channels_redis's 5 s BZPOPMIN and drops
+            # idle websockets with "Timeout reading"; the socket timeout must outlast the blocking pop.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                       "prefix": env_str("CHANNELS_PREFIX", "kernelweb")},
         }
     }
 else:

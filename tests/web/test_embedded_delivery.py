@@ -87,6 +87,24 @@ def test_a_client_resuming_from_a_seq_gets_exactly_the_rest(stack):
     assert resumed == full[2:]
 
 
+def test_an_idle_stream_stays_open_and_delivers_the_next_event(stack):
+    """Regression: with redis-py's default 5 s socket timeout, Redis-layer consumers died after 5 s idle."""
+    browser, run_id = _launch(stack)
+    events = asyncio.run(_collect(stack, browser, run_id))
+
+    async def idle_then_event():
+        uri = f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/events/?after={events[-1]['seq']}"
+        headers = {"Cookie": f"sessionid={browser.cookie('sessionid')}", "Origin": stack.url}
+        async with websockets.connect(uri, additional_headers=headers, open_timeout=10) as socket:
+            await asyncio.sleep(7)
+            code = f"from apps.runs.events import event_append; event_append({run_id}, 'run.note', {{}})"
+            await asyncio.to_thread(stack.manage, "shell", "-c", code)
+            return json.loads(await asyncio.wait_for(socket.recv(), 10))
+
+    late = asyncio.run(idle_then_event())
+    assert (late["seq"], late["type"]) == (events[-1]["seq"] + 1, "run.note")
+
+
 @pytest.mark.browser
 def test_run_page_shows_the_worker_events_live_in_chromium(tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

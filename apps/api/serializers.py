@@ -186,3 +186,15 @@ class EventPageSerializer(serializers.Serializer):
     last_seq = serializers.IntegerField(help_text="Pass as `after` on the next poll.")
     finished = serializers.BooleanField(help_text="The run has ended and no events remain: stop polling.")
     status = serializers.ChoiceField(choices=RunStatus.choices)
+
+
+class ShareCreateSerializer(serializers.Serializer):
+    a = serializers.IntegerField(help_text="Turn id shown on the left (e.g. the baseline).")
+    b = serializers.IntegerField(help_text="Turn id shown on the right.")
+
+
+class ShareLinkSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    url = serializers.CharField(help_text="The public page; anyone with the link sees the snapshot.")
+    snapshot = serializers.JSONField(help_text="What the page shows, frozen at creation.")
+    created_at = serializers.DateTimeField()

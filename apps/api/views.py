@@ -3,12 +3,13 @@ so ids of private runs do not leak), writes go through apps.runs.services, launc
 the same LaunchForm as the page."""
 
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -20,9 +21,10 @@ from apps.api.permissions import IsOwner
 from apps.catalog.selectors import tasks_enabled
 from apps.llm.selectors import endpoints_for
 from apps.runs.forms import LaunchForm
-from apps.runs.models import Profile, RunStatus, Turn
+from apps.runs.models import Profile, RunStatus, ShareLink, Turn
 from apps.runs.selectors import events_after, profiles_visible_to, runs_visible_to, turns_visible_to
 from apps.runs.services import run_cancel, runs_launch
+from apps.runs.sharing import share_create
 
 NOT_FOUND = OpenApiResponse(s.DetailSerializer, description="No such object, or it is not shared with you.")
 
@@ -197,6 +199,43 @@ class EndpointList(generics.ListAPIView):
 
     def get_queryset(self):
         return endpoints_for(self.request.user).order_by("name", "id")
+
+
+def _share_data(link: ShareLink) -> dict:
+    return {"key": link.key, "url": reverse("showcase:share", args=[link.key]), "snapshot": link.snapshot,
+            "created_at": link.created_at}
+
+
+class RunShare(generics.GenericAPIView):
+    """Freeze two turns of a visible run as an immutable public link (same pair, same key)."""
+
+    serializer_class = s.ShareCreateSerializer
+
+    @extend_schema(summary="Share two turns of a run", request=s.ShareCreateSerializer,
+                   responses={201: s.ShareLinkSerializer, 400: s.DetailSerializer, 404: NOT_FOUND})
+    def post(self, request, pk: int):
+        run = get_object_or_404(runs_visible_to(request.user), pk=pk)
+        body = s.ShareCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        turns = {t.pk: t for t in run.turns.filter(pk__in=[body.validated_data["a"], body.validated_data["b"]])}
+        missing = [k for k in ("a", "b") if body.validated_data[k] not in turns]
+        if missing:
+            return Response({"detail": f"turn {', '.join(missing)} is not a turn of run {run.pk}"},
+                            status=status.HTTP_400_BAD_REQUEST)
+        link = share_create(request.user, run, turns[body.validated_data["a"]], turns[body.validated_data["b"]])
+        return Response(s.ShareLinkSerializer(_share_data(link)).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema_view(get=extend_schema(auth=[], responses={200: s.ShareLinkSerializer, 404: NOT_FOUND}))
+class ShareDetail(generics.GenericAPIView):
+    """A share link's snapshot; public like its page."""
+
+    serializer_class = s.ShareLinkSerializer
+    permission_classes = [AllowAny]
+
+    def get(self, request, key: str):
+        link = get_object_or_404(ShareLink, key=key)
+        return Response(s.ShareLinkSerializer(_share_data(link)).data)
 
 
 @extend_schema_view(post=extend_schema(auth=[], summary="Exchange username and password for an API token"))

@@ -51,7 +51,7 @@ def make_turn(run, round_index=0, **fields) -> Turn:
                                compile_log="ptxas info", results=[{"size": 0, "correct": True}], verdict="ok",
                                valid=True, score=1.5, scheme="coalesce loads", **fields)
     Profile.objects.create(turn=turn, size_index=0, size={"N": 1024}, kernel="vadd_kernel_optimized",
-                           bottleneck="memory_bandwidth", filtered_metrics={"dram__throughput": 91.0},
+                           bottleneck="memory_bandwidth_bound", filtered_metrics={"dram__throughput": 91.0},
                            full_metrics={"sm__throughput": 12.0, "dram__throughput": 91.0})
     AgentCall.objects.create(turn=turn, role="coder", model="gpt-test", messages=[{"role": "user", "content": "hi"}],
                              response="```cuda\n...\n```", tokens_in=10, tokens_out=20, cost_usd=0.01, latency_s=1.2)
@@ -349,7 +349,7 @@ def test_turn_summaries_leave_out_code_and_the_turn_detail_has_everything(make_r
     assert turn["code"].startswith("__global__") and turn["compile_command"] == "nvcc -O3"
     assert turn["compile_log"] == "ptxas info" and turn["results"] == [{"size": 0, "correct": True}]
     assert turn["profiles"] == [{"id": better.profiles.get().pk, "size_index": 0, "size": {"N": 1024},
-                                 "kernel": "vadd_kernel_optimized", "bottleneck": "memory_bandwidth",
+                                 "kernel": "vadd_kernel_optimized", "bottleneck": "memory_bandwidth_bound",
                                  "filtered_metrics": {"dram__throughput": 91.0}}]
     call = turn["agent_calls"][0]
     assert (call["role"], call["model"], call["tokens_in"], call["tokens_out"], call["cost_usd"]) == (
@@ -409,7 +409,7 @@ def test_an_endpoint_api_key_never_appears_in_any_response(make_run, user, task,
 
 API_PATHS = {"/api/tasks/", "/api/tasks/{id}/", "/api/runs/", "/api/runs/{id}/", "/api/runs/{id}/cancel/",
              "/api/runs/{id}/turns/", "/api/runs/{id}/events/", "/api/turns/{id}/", "/api/profiles/",
-             "/api/endpoints/", "/api/auth/token/"}
+             "/api/endpoints/", "/api/auth/token/", "/api/runs/{id}/share/", "/api/shares/{key}/"}
 
 
 def test_the_schema_validates_without_warnings_and_lists_every_path(tmp_path):
@@ -439,3 +439,25 @@ def test_the_docs_page_loads_swagger_ui_from_local_static_files(api):
     assert "http://" not in html and "https://" not in html
     for source in sources:
         assert finders.find(source.removeprefix("/static/")), source
+
+
+# --- share links ----------------------------------------------------------------------------------------
+
+
+def test_sharing_two_turns_gives_one_public_immutable_link(make_run, user, other_user):
+    run = make_run(user)
+    base, best = make_turn(run, 0), make_turn(run, 1)
+    first = signed_in(user).post(f"/api/runs/{run.pk}/share/", {"a": base.pk, "b": best.pk}, format="json")
+    again = signed_in(user).post(f"/api/runs/{run.pk}/share/", {"a": base.pk, "b": best.pk}, format="json")
+    assert first.status_code == again.status_code == 201
+    key = first.json()["key"]
+    assert again.json()["key"] == key and first.json()["url"] == f"/s/{key}/"
+    shared = APIClient().get(f"/api/shares/{key}/")  # anonymous: the link is public
+    assert shared.status_code == 200 and shared.json()["snapshot"]["b"]["code"] == best.code
+    assert APIClient().get("/api/shares/0000000000deadbeef00/").status_code == 404
+    # a private run of someone else cannot be shared, a foreign turn id is refused
+    assert signed_in(other_user).post(f"/api/runs/{run.pk}/share/", {"a": base.pk, "b": best.pk},
+                                      format="json").status_code == 404
+    other = make_turn(make_run(user), 0)
+    bad = signed_in(user).post(f"/api/runs/{run.pk}/share/", {"a": base.pk, "b": other.pk}, format="json")
+    assert bad.status_code == 400 and "is not a turn of run" in bad.json()["detail"]

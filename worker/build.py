@@ -215,6 +215,21 @@ def _run_job(job: _Job, timeout_s: float) -> CompileResult:
     return result
 
 
+def _library_dirs() -> Path | None:
+    """KW_CUDA_EXTRA: a folder with include/ and lib/ of NVIDIA libraries the toolkit lacks (cuBLAS,
+    cuSPARSE from their PyPI wheels, see `make .cuda-libs`); full toolkits on GPU hosts need none."""
+    root = os.environ.get("KW_CUDA_EXTRA")
+    return Path(root) if root and Path(root, "include").is_dir() else None
+
+
+def _link_dirs(libraries: tuple[str, ...]) -> list[str]:
+    extra = _library_dirs()
+    if not libraries or extra is None:
+        return []
+    lib = extra / "lib"
+    return [f"-L{lib}", "-Xlinker", f"-rpath={lib}", "-Xlinker", f"-rpath-link={lib}"]
+
+
 def build(
     spec: TaskSpec,
     precision: str,
@@ -226,11 +241,13 @@ def build(
     harness_dir: Path | str = HARNESS_DIR,
     cache_dir: Path | str | None = None,
     timeout_s: float = COMPILE_TIMEOUT_S,
+    trusted_libraries: tuple[str, ...] = (),
 ) -> BuildResult:
     """Compile and link the harness for (spec, precision), with the candidate when one is given.
 
     `proposed_flags` is the Compiler agent's command line; it goes through the whitelist,
     and a rejected proposal is replaced by the default flags (the reason is in `.flags`).
+    `trusted_libraries` are linked without the whitelist: only for a task's own library reference.
     """
     start = time.monotonic()
     if not toolchain.nvcc:
@@ -308,13 +325,15 @@ def build(
             notes.append(
                 f"compile flags rejected ({flag_check.reason}); used the defaults: {flag_check.command}"
             )
-        libraries = flag_check.libraries
+        libraries = tuple(dict.fromkeys((*flag_check.libraries, *trusted_libraries)))
         cand_dir = work / "candidate"
         cand_dir.mkdir(parents=True, exist_ok=True)
         (cand_dir / "candidate.cu").write_text(candidate_source, encoding="utf-8")
         # ptxas -v is always on (the viewer shows registers and spills); do not repeat it if proposed.
         verbose = [] if _asks_ptxas_verbose(flag_check.flags) else ["-Xptxas", "-v"]
-        cand_argv = [nvcc, *flag_check.flags, *verbose, "-c", "candidate.cu", "-o", "candidate.o"]
+        extra = _library_dirs() if trusted_libraries else None
+        include = [f"-I{extra / 'include'}"] if extra else []
+        cand_argv = [nvcc, *flag_check.flags, *verbose, *include, "-c", "candidate.cu", "-o", "candidate.o"]
         key = _sha(*common, "candidate", " ".join(cand_argv[1:]), candidate_source)
         jobs.append(
             _Job(
@@ -347,13 +366,14 @@ def build(
             notes=tuple(notes),
         )
 
-    link_key = _sha(*common, "link", *[j.key for j in jobs], *libraries)
+    link_key = _sha(*common, "link", *[j.key for j in jobs], *libraries, *_link_dirs(libraries))
     link_argv = [
         nvcc,
         f"-arch={arch}",
         *[str(j.output) for j in jobs],
         "-o",
         EXECUTABLE,
+        *_link_dirs(libraries),
         *[f"-l{lib}" for lib in libraries],
     ]
     link_job = _Job("link", link_argv, work, work / EXECUTABLE, link_key, cache / "bin" / f"{link_key}.bin")

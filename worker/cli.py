@@ -15,7 +15,7 @@ from pathlib import Path
 from worker import ncu
 from worker import toolchain as tc
 from worker.build import HARNESS_DIR, REPO_ROOT
-from worker.evaluate import EvalOptions, evaluate, evaluate_baseline, validate
+from worker.evaluate import EvalOptions, evaluate, evaluate_baseline, evaluate_reference, validate
 from worker.results import Evaluation, Verdict
 from worker.spec import PRECISIONS, TaskSpec, discover
 from worker.trajectory import run_optimize
@@ -154,6 +154,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_baseline(args: argparse.Namespace) -> int:
     spec = find_task(args.task, Path(args.tasks_root))
     ev = evaluate_baseline(spec, args.precision, _options(args), work_dir=_work_dir(args), progress=_err)
+    return _report(ev, args)
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    spec = find_task(args.task, Path(args.tasks_root))
+    if spec.reference is None:
+        return _usage(f"{spec.name} has no library reference (add reference.toml beside its spec.toml)")
+    _err(f"reference: {spec.reference.name} (links {', '.join(spec.reference.libraries) or 'no library'})")
+    ev = evaluate_reference(spec, args.precision, _options(args), compile_only=args.compile_only,
+                            work_dir=_work_dir(args), progress=_err)
     return _report(ev, args)
 
 
@@ -301,6 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", choices=PRECISIONS, default="fp32")
     timing_args(p)
     p.set_defaults(func=cmd_baseline)
+
+    p = sub.add_parser("reference", help="check and time a task's library reference (cuBLAS, cuSPARSE, CUB)")
+    p.add_argument("--task", required=True)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    p.add_argument("--compile-only", action="store_true", help="build only; works without a GPU")
+    timing_args(p)
+    p.set_defaults(func=cmd_reference)
 
     p = sub.add_parser("validate-tasks", help="check every baseline against its CPU reference on the GPU")
     p.add_argument("--task")

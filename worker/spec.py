@@ -84,6 +84,21 @@ class Tolerance:
     why: str = ""
 
 
+# Libraries a task's reference may link (never offered to candidates unless the task allows them).
+REFERENCE_LIBRARIES = ("cublas", "cublasLt", "cusparse", "cufft", "curand")
+
+
+@dataclass(frozen=True)
+class LibraryReference:
+    """A fast implementation of the task's interface with an NVIDIA library (`reference.toml` beside
+    the spec): built and timed like a candidate, for expert-relative speed. Never shown to agents."""
+
+    name: str
+    libraries: tuple[str, ...]
+    sources: dict[str, str]  # precision -> file name in the task folder
+    notes: str = ""
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     name: str
@@ -102,10 +117,16 @@ class TaskSpec:
     blocked_symbols: tuple[str, ...] = ()
     allowed_libraries: tuple[str, ...] = ()
     path: str = ""
+    reference: LibraryReference | None = None
 
     @property
     def directory(self) -> Path:
         return Path(self.path).parent
+
+    def reference_source(self, precision: str) -> Path | None:
+        if self.reference is None or precision not in self.reference.sources:
+            return None
+        return self.directory / self.reference.sources[precision]
 
     def baseline_source(self, precision: str) -> Path:
         return self.directory / f"{self.interfaces[precision].entry}.cu"
@@ -319,7 +340,35 @@ def load_spec(path: Path | str) -> TaskSpec:
         blocked_symbols=tuple(blocked),
         allowed_libraries=tuple(allowed),
         path=str(path),
+        reference=_load_reference(path.parent / "reference.toml", tuple(interfaces)),
     )
+
+
+def _load_reference(path: Path, precisions: tuple[str, ...]) -> LibraryReference | None:
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(path, "toml", f"is not valid TOML: {exc}") from None
+    unknown = set(data) - {"name", "libraries", "notes", *PRECISIONS}
+    if unknown:
+        raise SpecError(path, ", ".join(sorted(unknown)), "unknown keys (name, libraries, notes, fp32, bf16)")
+    name = _require(data, "name", str, path)
+    libraries = data.get("libraries", [])
+    if not isinstance(libraries, list) or not all(lib in REFERENCE_LIBRARIES for lib in libraries):
+        raise SpecError(path, "libraries", f"must be a list drawn from {', '.join(REFERENCE_LIBRARIES)}")
+    sources = {}
+    for precision in precisions:
+        file = data.get(precision)
+        if file is None:
+            continue
+        if not isinstance(file, str) or "/" in file or not (path.parent / file).is_file():
+            raise SpecError(path, precision, f"must name a source file in {path.parent}, got {file!r}")
+        sources[precision] = file
+    if not sources:
+        raise SpecError(path, "fp32", "a reference needs at least one source (fp32 = \"reference.cu\")")
+    return LibraryReference(name, tuple(libraries), sources, str(data.get("notes", "")))
 
 
 @dataclass(frozen=True)

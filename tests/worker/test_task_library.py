@@ -36,6 +36,28 @@ def test_task_compiles_and_links_for_the_worker_arch(spec, precision, chain, sha
     assert built.baseline.resources, "ptxas -v reported no kernel for the baseline"
 
 
+REFERENCES = [(s, p) for s, p in CASES if s.reference_source(p) is not None]
+
+
+@pytest.mark.skipif(not REFERENCES, reason="no library references yet")
+@pytest.mark.parametrize(
+    ("spec", "precision"), REFERENCES or [(None, None)], ids=[f"{s.name}-{p}" for s, p in REFERENCES] or ["none"]
+)
+def test_library_reference_compiles_and_links_with_its_libraries(spec, precision, chain, shared_build_cache,
+                                                                  tmp_path):
+    # cuBLAS/cuSPARSE come from the toolkit or from `make .cuda-libs/.installed` (KW_CUDA_EXTRA).
+    ev = evaluate_reference_compile(spec, precision, chain, shared_build_cache, tmp_path)
+    log = ev.compile.log if ev.compile else ""
+    assert ev.verdict == Verdict.OK and ev.kind == "reference", f"{ev.reason}\n{log}"
+
+
+def evaluate_reference_compile(spec, precision, chain, cache, tmp_path):
+    from worker.evaluate import evaluate_reference
+
+    options = EvalOptions(build_cache=str(cache), lock_dir=str(tmp_path / "locks"), timing_cache=str(tmp_path / "t"))
+    return evaluate_reference(spec, precision, options, compile_only=True, chain=chain, work_dir=tmp_path / "w")
+
+
 @needs_tasks
 @pytest.mark.parametrize(
     ("spec", "precision"), CASES or [(None, None)], ids=[f"{s.name}-{p}" for s, p in CASES] or ["none"]

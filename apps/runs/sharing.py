@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 
 from apps.runs.models import Run, ShareLink, Turn
 from apps.runs.selectors import run_for_user
-from apps.runs.showcase_selectors import turn_label, turn_measurements
+from apps.runs.showcase_selectors import param_order, turn_label, turn_measurements
 
 KEY_LENGTH = 20
 SNAPSHOT_VERSION = 1
@@ -34,7 +34,7 @@ def share_snapshot(run: Run, turn_a: Turn, turn_b: Turn) -> dict:
     return {
         "version": SNAPSHOT_VERSION,
         "task": {"slug": task.slug, "suite": task.suite, "operator": task.operator, "precision": task.precision,
-                 "title": task.title, "category": task.category},
+                 "title": task.title, "category": task.category, "params": param_order(task)},
         "run": run.pk,
         "gpu": run.gpu_name,
         "a": _turn_snapshot(turn_a),

@@ -31,8 +31,17 @@ def _num(value) -> str:
     return str(int(value)) if isinstance(value, int | float) and float(value).is_integer() else str(value)
 
 
-def size_label(params: dict) -> str:
-    return ", ".join(f"{name}={_num(value)}" for name, value in (params or {}).items())
+def param_order(task) -> list[str]:
+    """The entry point's parameter names in declaration order (Task.params is a JSON list, so it keeps
+    its order; size dicts do not: PostgreSQL's jsonb reorders keys)."""
+    return [p["name"] for p in task.params or [] if isinstance(p, dict) and "name" in p]
+
+
+def size_label(params: dict, order=()) -> str:
+    """`N=16, C=256`: names in the entry point's order where known, the rest sorted."""
+    params = params or {}
+    names = [n for n in order if n in params] + sorted(n for n in params if n not in order)
+    return ", ".join(f"{name}={_num(params[name])}" for name in names)
 
 
 def geomean(values) -> float | None:
@@ -101,13 +110,13 @@ class SizeRow:
         return None if self.after_cv is None else 100 * self.after_cv
 
 
-def _best_turn_rows(results: list[dict]) -> list[SizeRow]:
+def _best_turn_rows(results: list[dict], order=()) -> list[SizeRow]:
     # The best turn carries the baseline timing its speedup was computed against: use that pair.
     rows = []
     for r in results:
         before, after = r.get("baseline") or {}, r.get("candidate") or {}
         rows.append(SizeRow(
-            label=size_label(r.get("params") or {}), complexity=_finite(r.get("complexity")),
+            label=size_label(r.get("params") or {}, order), complexity=_finite(r.get("complexity")),
             before_ms=_finite(before.get("mean_ms")), after_ms=_finite(after.get("mean_ms")),
             speedup=_finite(r.get("speedup")), before_cv=_finite(before.get("cv")), after_cv=_finite(after.get("cv")),
             correct=r.get("correct"), flags=tuple(str(f) for f in r.get("flags") or []),
@@ -115,13 +124,13 @@ def _best_turn_rows(results: list[dict]) -> list[SizeRow]:
     return rows
 
 
-def compare_measurements(before: list[dict], after: list[dict]) -> list[SizeRow]:
+def compare_measurements(before: list[dict], after: list[dict], order=()) -> list[SizeRow]:
     """Pair two snapshots' sizes by position (same task, same size list) and divide their times."""
     rows = []
     for a, b in zip_longest(before, after, fillvalue={}):
         a_ms, b_ms = a.get("mean_ms"), b.get("mean_ms")
         rows.append(SizeRow(
-            label=size_label(b.get("params") or a.get("params") or {}),
+            label=size_label(b.get("params") or a.get("params") or {}, order),
             complexity=b.get("complexity") or a.get("complexity"),
             before_ms=a_ms, after_ms=b_ms, speedup=a_ms / b_ms if a_ms and b_ms else None,
             before_cv=a.get("cv"), after_cv=b.get("cv"), correct=b.get("correct"),
@@ -235,7 +244,7 @@ def showcase_operator(suite: str, operator: str, precision: str) -> OperatorPage
     best = run.best_turn
     baseline = run.turns.filter(round_index=0, debug_index=0).first()
     original = baseline.code if baseline and baseline.code else run.task.baseline_source
-    rows = _best_turn_rows(best.results or [])
+    rows = _best_turn_rows(best.results or [], param_order(run.task))
     return OperatorPage(
         card=_card(run), complexity=run.task.complexity,
         baseline_label=turn_label(baseline) if baseline else "baseline", best_label=turn_label(best),
@@ -289,7 +298,7 @@ def share_page(link: ShareLink) -> SharePage:
     """Everything the share page shows, read only from the frozen snapshot (never from the run)."""
     snap = link.snapshot
     a, b = snap["a"], snap["b"]
-    rows = compare_measurements(a.get("sizes") or [], b.get("sizes") or [])
+    rows = compare_measurements(a.get("sizes") or [], b.get("sizes") or [], (snap.get("task") or {}).get("params", ()))
     return SharePage(
         key=link.key, task=snap.get("task") or {}, gpu=snap.get("gpu") or "", run_id=snap.get("run"),
         a=_shared_turn(a, "A"), b=_shared_turn(b, "B"),

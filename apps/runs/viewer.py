@@ -18,6 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnKind
+from apps.runs.showcase_selectors import param_order, size_label
 
 AGAINST = ("baseline", "parent", "best")
 PENDING_VERDICTS = ("", "queued")  # not evaluated yet (a manual turn waits as "queued")
@@ -36,10 +37,6 @@ def parse_label(value: str | None) -> tuple[int, int] | None:
 def geomean(values: list[float]) -> float | None:
     positive = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in positive) / len(positive)) if positive else None
-
-
-def size_label(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 # ------------------------------------------------------------------------------------------ timeline
@@ -88,7 +85,7 @@ def timeline(run: Run) -> list[TurnItem]:
 # ------------------------------------------------------------------------------------------- charts
 
 
-def chart_data(items: list[TurnItem], results: dict[int, list[dict]]) -> dict[str, Any]:
+def chart_data(items: list[TurnItem], results: dict[int, list[dict]], order=()) -> dict[str, Any]:
     """JSON for kw-charts: P and best-so-far per turn, and speedup per size per turn."""
     best = None
     score_turns = []
@@ -100,7 +97,7 @@ def chart_data(items: list[TurnItem], results: dict[int, list[dict]]) -> dict[st
             best = score if best is None else max(best, score)
         score_turns.append({"label": item.label, "score": score, "best": best, "valid": item.valid})
     baseline = next((results.get(i.id) for i in items if i.kind == TurnKind.BASELINE), None) or []
-    sizes = [size_label(r.get("params") or {}) for r in baseline]
+    sizes = [size_label(r.get("params") or {}, order) for r in baseline]
     strips = []
     for item in items:
         if item.kind == TurnKind.BASELINE or not sizes:
@@ -227,7 +224,7 @@ def _value(metric: Any) -> tuple[Any, str]:
     return metric, ""
 
 
-def profile_blocks(turn: Turn, pinned: Turn | None) -> list[ProfileBlock]:
+def profile_blocks(turn: Turn, pinned: Turn | None, order=()) -> list[ProfileBlock]:
     """The turn's filtered metrics per size and kernel, each beside the pinned turn's value at that size.
 
     Kernel names differ between turns (`x_kernel` → `x_kernel_optimized`), so kernels are paired
@@ -250,7 +247,8 @@ def profile_blocks(turn: Turn, pinned: Turn | None) -> list[ProfileBlock]:
                                   _find_full(other.full_metrics, name))[0] if other else None
             delta, verdict = metric_verdict(name, value, pinned_value)
             rows.append(MetricRow(name, unit, value, pinned_value, delta, verdict))
-        blocks.append(ProfileBlock(size_label(p.size), p.kernel, p.get_bottleneck_display(), rows, p.full_metrics))
+        blocks.append(ProfileBlock(size_label(p.size, order), p.kernel, p.get_bottleneck_display(), rows,
+                                   p.full_metrics))
     return blocks
 
 
@@ -261,7 +259,7 @@ def _find_full(full: dict, name: str) -> Any:
     return None
 
 
-def result_rows(results: list[dict]) -> list[ResultRow]:
+def result_rows(results: list[dict], order=()) -> list[ResultRow]:
     rows = []
     for r in results or []:
         baseline, candidate = r.get("baseline") or {}, r.get("candidate") or {}
@@ -269,7 +267,8 @@ def result_rows(results: list[dict]) -> list[ResultRow]:
         if isinstance(mismatch, dict):
             mismatch = ", ".join(f"{k}={v}" for k, v in mismatch.items())
         rows.append(ResultRow(
-            size_label(r.get("params") or {}), r.get("complexity"), baseline.get("mean_ms"), candidate.get("mean_ms"),
+            size_label(r.get("params") or {}, order), r.get("complexity"), baseline.get("mean_ms"),
+            candidate.get("mean_ms"),
             r.get("speedup"), (candidate or baseline).get("cv"), r.get("correct"), mismatch or "",
             list(r.get("flags") or []),
         ))
@@ -292,12 +291,13 @@ def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[in
     if pinned is None:
         pinned = run.turns.filter(round_index=0, debug_index=0).first()
     ptxas = (turn.ptxas or {}).get("kernels") or []
+    order = param_order(run.task)
     return TurnPanel(
         turn=turn, label=turn_label(turn.round_index, turn.debug_index), against=against, against_turn=other,
         diff=diff, lines=[] if diff else highlight_lines(turn.code), plan_html=render_markdown(turn.scheme),
-        log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results),
+        log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results, order),
         pinned_label=turn_label(pinned.round_index, pinned.debug_index) if pinned else "",
-        profiles=profile_blocks(turn, pinned), calls=list(turn.agent_calls.all()), manual_code=turn.code,
+        profiles=profile_blocks(turn, pinned, order), calls=list(turn.agent_calls.all()), manual_code=turn.code,
     )
 
 

@@ -14,6 +14,7 @@ from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_man
 from apps.runs.models import Run, RunEvent
 from apps.runs.selectors import run_for_user
 from apps.runs.services import run_cancel, runs_launch
+from apps.runs.showcase_selectors import param_order
 
 EVENTS_SHOWN = 200  # the rest is in the API (events since seq); the live stream resumes after the last
 
@@ -41,8 +42,9 @@ def _visible_run(request, pk: int) -> Run:
 def _viewer_context(request, run: Run) -> dict:
     items = viewer.timeline(run)
     results = viewer.results_by_turn(run)
-    return {"run": run, "summary": viewer.run_summary(run, items, results), "items": items,
-            "charts": viewer.chart_data(items, results), "is_owner": run.owner_id == request.user.pk}
+    charts = viewer.chart_data(items, results, param_order(run.task))
+    return {"run": run, "summary": viewer.run_summary(run, items, results), "items": items, "charts": charts,
+            "is_owner": run.owner_id == request.user.pk}
 
 
 def _panel_context(request, run: Run) -> dict:

@@ -44,6 +44,7 @@ def test_the_viewer_shows_header_timeline_best_turn_diff_and_every_tab(client, u
     for tab in ("tab-plan", "tab-compile", "tab-results", "tab-profile", "tab-calls"):
         assert f'id="{tab}"' in html
     assert "Registers" in html and "Speedup" in html and "Pinned 0.0" in html
+    assert "N=16, C=256" in html  # sizes in the entry point's order, also where jsonb reorders keys
     assert 'data-chart="score"' in html and 'data-chart="size-strips"' in html
 
 

@@ -218,8 +218,14 @@ def size_rows(task: Task) -> list[SizeRow]:
         except (SyntaxError, ValueError, ZeroDivisionError, OverflowError) as exc:
             values.append((None, str(exc)))
     total = sum(v for v, _ in values if v)
+    # jsonb (PostgreSQL) reorders keys: put them back in the entry point's parameter order.
+    order = [p["name"] for p in task.params or [] if isinstance(p, dict) and "name" in p]
+
+    def ordered(size: dict) -> dict:
+        return {k: size[k] for k in [n for n in order if n in size] + sorted(k for k in size if k not in order)}
+
     return [
-        SizeRow(i, size, value, value / total if value and total else None, error)
+        SizeRow(i, ordered(size), value, value / total if value and total else None, error)
         for i, (size, (value, error)) in enumerate(zip(task.sizes, values, strict=True))
     ]
 

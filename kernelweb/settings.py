@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.llm",
     "apps.runs",
+    "apps.experiments",
     "apps.api",
 ]
 

@@ -1,0 +1,22 @@
+// MSKernelBench baseline: SwiGLU (BF16), output = g / (1 + e^(-beta g)) * v, computed in float
+// and rounded once. Naive: one thread per element.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+__global__ void SwiGLU_bf16_kernel(__nv_bfloat16* output, const __nv_bfloat16* gate_input,
+                                   const __nv_bfloat16* value_input, float beta, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        float g = __bfloat162float(gate_input[i]);
+        float swish = g / (1.0f + expf(-beta * g));
+        output[i] = __float2bfloat16(swish * __bfloat162float(value_input[i]));
+    }
+}
+
+extern "C" void SwiGLU_bf16(__nv_bfloat16* output, const __nv_bfloat16* gate_input,
+                            const __nv_bfloat16* value_input, float beta, int N) {
+    int threads = 256;
+    int blocks = (N + threads - 1) / threads;
+    SwiGLU_bf16_kernel<<<blocks, threads>>>(output, gate_input, value_input, beta, N);
+    cudaDeviceSynchronize();
+}

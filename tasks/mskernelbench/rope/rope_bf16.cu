@@ -1,0 +1,28 @@
+// MSKernelBench baseline: rope (BF16). Rotates each interleaved pair (x[m, 2k], x[m, 2k+1]) of
+// input(M, D) by phi = m * base^(-2k/D), computed in float and rounded once. Naive: one thread
+// per pair.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+__global__ void rope_bf16_kernel(__nv_bfloat16* output, const __nv_bfloat16* input, int M, int D, float base) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    int half = D / 2;
+    if (p < M * half) {
+        int m = p / half, k = p % half;
+        int i = m * D + 2 * k;
+        float theta = powf(base, -2.0f * (float)k / (float)D);
+        float phi = (float)m * theta;
+        float c = cosf(phi), s = sinf(phi);
+        float x0 = __bfloat162float(input[i]), x1 = __bfloat162float(input[i + 1]);
+        output[i] = __float2bfloat16(x0 * c - x1 * s);
+        output[i + 1] = __float2bfloat16(x0 * s + x1 * c);
+    }
+}
+
+extern "C" void rope_bf16(__nv_bfloat16* output, const __nv_bfloat16* input, int M, int D, float base) {
+    int threads = 256;
+    int pairs = M * (D / 2);
+    int blocks = (pairs + threads - 1) / threads;
+    rope_bf16_kernel<<<blocks, threads>>>(output, input, M, D, base);
+    cudaDeviceSynchronize();
+}

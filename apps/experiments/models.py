@@ -59,7 +59,7 @@ class ExperimentRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["experiment", "task", "seed_index", "attempt"]
+        ordering = ["experiment_id", "task_id", "seed_index", "attempt"]
         constraints = [
             models.UniqueConstraint(
                 fields=["experiment", "task", "seed_index", "attempt"], name="experimentrun_unique_attempt"

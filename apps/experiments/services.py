@@ -21,6 +21,7 @@ from apps.runs.services import RunConfig, run_cancel, run_create
 
 MAX_SEEDS = 10
 MAX_RUNS = 2000  # tasks × seeds per launch; the MSKernelBench library at 10 seeds is 1000
+NAME_MAX = Experiment._meta.get_field("name").max_length
 RERUN_STATUSES = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
 
 
@@ -65,6 +66,8 @@ def experiment_launch(*, owner, name: str, tasks, config: RunConfig, seeds: int 
     name = (name or "").strip()
     if not name:
         raise ExperimentError("give the experiment a name")
+    if len(name) > NAME_MAX:
+        raise ExperimentError(f"the name is longer than {NAME_MAX} characters")
     tasks = list({task.pk: task for task in tasks}.values())  # each task once, in the order given
     if not tasks:
         raise ExperimentError("select at least one task")
@@ -106,7 +109,7 @@ def experiment_rerun_failed(experiment: Experiment, *, by, dispatch: bool = True
     _require_owner(experiment, by)
     with transaction.atomic():
         # Serialise re-runs of one experiment: two at once would both pick attempt + 1.
-        Experiment.objects.select_for_update().filter(pk=experiment.pk).exists()
+        list(Experiment.objects.select_for_update().filter(pk=experiment.pk).values_list("pk", flat=True))
         redo = [m for m in current_members(experiment)
                 if m.task.enabled and (m.run is None or m.run.status in RERUN_STATUSES)]
         return [_launch_member(experiment, m.task, m.seed_index, m.attempt + 1, dispatch) for m in redo]

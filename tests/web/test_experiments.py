@@ -113,6 +113,7 @@ def test_launch_is_all_or_nothing(user, tasks, sent, monkeypatch, django_capture
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"name": "  "}, "give the experiment a name"),
+    ({"name": "x" * 201}, "longer than 200 characters"),
     ({"tasks": []}, "select at least one task"),
     ({"seeds": 0}, "seeds must be between 1 and 10"),
     ({"seeds": 11}, "seeds must be between 1 and 10"),

@@ -1,0 +1,25 @@
+// MSKernelBench baseline: spmm_csr (FP32), Y(rows, K) = A X with A in CSR format, X (cols, K)
+// and Y row-major. Naive: one thread per element of Y, a sequential sum over its row's
+// nonzeros, X read from global memory.
+#include <cuda_runtime.h>
+
+__global__ void spmm_csr_kernel(int rows, int K, const float* values, const int* col_indices,
+                                const int* row_offsets, const float* X, float* Y) {
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < rows && k < K) {
+        float sum = 0.0f;
+        for (int p = row_offsets[row]; p < row_offsets[row + 1]; ++p) {
+            sum += values[p] * X[(size_t)col_indices[p] * K + k];
+        }
+        Y[(size_t)row * K + k] = sum;
+    }
+}
+
+extern "C" void spmm_csr(int rows, int K, const float* values, const int* col_indices, const int* row_offsets,
+                         const float* X, float* Y) {
+    dim3 threads(32, 8);
+    dim3 blocks((K + threads.x - 1) / threads.x, (rows + threads.y - 1) / threads.y);
+    spmm_csr_kernel<<<blocks, threads>>>(rows, K, values, col_indices, row_offsets, X, Y);
+    cudaDeviceSynchronize();
+}

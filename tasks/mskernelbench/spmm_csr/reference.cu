@@ -1,7 +1,7 @@
 // Library reference for spmm_csr (FP32): cuSPARSE generic API, cusparseSpMM with a CSR matrix
 // and row-major dense X (cols x K) and Y (rows x K) (CUSPARSE_ORDER_ROW, leading dimension K),
 // float compute, Y = A X, algorithm CUSPARSE_SPMM_CSR_ALG2 (cuSPARSE's algorithm for row-major
-// dense operands).
+// dense operands; CUSPARSE_SPMM_ALG_DEFAULT if this cuSPARSE refuses it).
 //
 // The interface gives neither nnz nor the column count, which cuSPARSE's descriptors need on the
 // host. They are read once per problem (a "plan": rows, K and the five pointers): nnz =
@@ -41,7 +41,9 @@
 
 using value_t = float;
 static constexpr cudaDataType kValueType = CUDA_R_32F;
-static constexpr cusparseSpMMAlg_t kAlg = CUSPARSE_SPMM_CSR_ALG2;
+// Preferred algorithm; if this cuSPARSE refuses it for these types and layouts, the reference
+// falls back once, for good, to CUSPARSE_SPMM_ALG_DEFAULT (a note goes to stderr).
+static cusparseSpMMAlg_t g_alg = CUSPARSE_SPMM_CSR_ALG2;
 
 namespace {
 
@@ -104,6 +106,29 @@ void matrix_shape(int rows, const int* col_indices, const int* row_offsets, int6
     *cols = int64_t(max_col) + 1;
 }
 
+// Switch to CUSPARSE_SPMM_ALG_DEFAULT after the preferred algorithm was refused; false if already there.
+bool fall_back(cusparseStatus_t st) {
+    if (g_alg == CUSPARSE_SPMM_ALG_DEFAULT) return false;
+    std::fprintf(stderr, "reference: cuSPARSE refused SpMM algorithm %d (%s); using CUSPARSE_SPMM_ALG_DEFAULT\n",
+                 int(g_alg), cusparseGetErrorString(st));
+    g_alg = CUSPARSE_SPMM_ALG_DEFAULT;
+    return true;
+}
+
+// The SpMM workspace for the plan's descriptors and the current algorithm.
+void reserve_workspace(const Plan& p, const float* alpha, const float* beta) {
+    size_t bytes = 0;
+    cusparseStatus_t st = cusparseSpMM_bufferSize(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                  CUSPARSE_OPERATION_NON_TRANSPOSE, alpha, p.matA, p.matX, beta,
+                                                  p.matY, CUDA_R_32F, g_alg, &bytes);
+    if (st != CUSPARSE_STATUS_SUCCESS && fall_back(st)) {
+        st = cusparseSpMM_bufferSize(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                     alpha, p.matA, p.matX, beta, p.matY, CUDA_R_32F, g_alg, &bytes);
+    }
+    REF_CUSPARSE(st);
+    g_spmm_buffer.reserve(bytes > 0 ? bytes : 1);
+}
+
 }  // namespace
 
 extern "C" void spmm_csr_optimized(int rows, int K, const float* values, const int* col_indices,
@@ -132,16 +157,18 @@ extern "C" void spmm_csr_optimized(int rows, int K, const float* values, const i
                                                 kValueType));
             REF_CUSPARSE(cusparseCreateConstDnMat(&p.matX, p.cols, K, K, X, kValueType, CUSPARSE_ORDER_ROW));
             REF_CUSPARSE(cusparseCreateDnMat(&p.matY, rows, K, K, Y, kValueType, CUSPARSE_ORDER_ROW));
-            size_t bytes = 0;
-            REF_CUSPARSE(cusparseSpMM_bufferSize(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                                 CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, p.matA, p.matX, &beta,
-                                                 p.matY, CUDA_R_32F, kAlg, &bytes));
-            g_spmm_buffer.reserve(bytes > 0 ? bytes : 1);
+            reserve_workspace(p, &alpha, &beta);
         }
     }
     if (p.nnz > 0) {
-        REF_CUSPARSE(cusparseSpMM(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-                                  p.matA, p.matX, &beta, p.matY, CUDA_R_32F, kAlg, g_spmm_buffer.ptr));
+        cusparseStatus_t st = cusparseSpMM(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                           &alpha, p.matA, p.matX, &beta, p.matY, CUDA_R_32F, g_alg, g_spmm_buffer.ptr);
+        if (st == CUSPARSE_STATUS_NOT_SUPPORTED && fall_back(st)) {
+            reserve_workspace(p, &alpha, &beta);
+            st = cusparseSpMM(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                              p.matA, p.matX, &beta, p.matY, CUDA_R_32F, g_alg, g_spmm_buffer.ptr);
+        }
+        REF_CUSPARSE(st);
     } else {
         REF_CUDA(cudaMemsetAsync(Y, 0, size_t(rows) * size_t(K) * sizeof(value_t), 0));  // an empty matrix: Y = 0
     }

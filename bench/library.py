@@ -15,6 +15,12 @@
 
 Without a GPU only the compile step runs. --json keeps every Evaluation; --markdown writes the
 tables of docs/gpu-validation.md and docs/bottleneck-census.md.
+
+--shard K/N takes every N-th task from the K-th (0-based), so N processes can validate side by side
+on a many-core GPU host (give each its own KW_LOCK_DIR: validation needs correctness, not quiet;
+never shard --time or --census, whose numbers need the GPU to themselves).
+--census-from A.json B.json ... recomputes the Otsu thresholds and the classes over the census rows of
+several earlier --json files (e.g. one per precision), without a GPU.
 """
 
 from __future__ import annotations
@@ -92,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--json")
     parser.add_argument("--markdown")
+    parser.add_argument("--shard", help="K/N: only every N-th task, starting at the K-th (0-based)")
+    parser.add_argument("--census-from", nargs="+", metavar="JSON", help="combine earlier --census results")
     args = parser.parse_args(argv)
+    if args.census_from:
+        return census_from(args.census_from)
 
     found = discover(TASKS)
     if found.errors:
@@ -101,6 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     specs = [s for s in found.specs if not args.task or s.name in args.task]
     precisions = [args.precision] if args.precision else list(PRECISIONS)
     cases = [(s, p) for s in specs for p in precisions if p in s.interfaces]
+    if args.shard:
+        try:
+            k, n = (int(x) for x in args.shard.split("/"))
+            if not 0 <= k < n:
+                raise ValueError
+        except ValueError:
+            parser.error(f"--shard wants K/N with 0 <= K < N, got {args.shard!r}")
+        cases = cases[k::n]
     chain = tc.detect()
     options = EvalOptions(iters=args.iters, use_baseline_cache=False)
     print(f"{len(specs)} operators, {len(cases)} tasks, "
@@ -180,20 +198,47 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             samples.append(triple)
             labels.append((spec.name, precision, spec.category))
-        result = ncu.otsu_thresholds(samples)
-        t = result.thresholds
-        print(f"census: {len(samples)} kernels profiled in {time.monotonic() - started:.0f} s; Otsu thresholds "
-              f"compute {t.compute:.2f}%  dram {t.dram:.2f}%  memory {t.memory:.2f}%")
-        print("class distribution: " + ", ".join(f"{k}={v}" for k, v in result.distribution.items()))
-        print("\n| task | prec | category | compute % | DRAM % | memory % | class |")
-        print("|---|---|---|---|---|---|---|")
-        for (name, precision, category), (c, d, m) in zip(labels, samples, strict=True):
-            census.append({"task": name, "precision": precision, "category": category, "compute": c, "dram": d,
-                           "memory": m, "class": str(ncu.classify_values(c, d, m, t))})
-            print(f"| {name} | {precision} | {category} | {c:.2f} | {d:.2f} | {m:.2f} | {census[-1]['class']} |")
+        print(f"census: {len(samples)} kernels profiled in {time.monotonic() - started:.0f} s")
+        census = print_census([{"task": name, "precision": precision, "category": category,
+                                "compute": c, "dram": d, "memory": m}
+                               for (name, precision, category), (c, d, m) in zip(labels, samples, strict=True)])
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "census": census, **saved}, indent=1), encoding="utf-8")
     return 1 if failures else 0
+
+
+def print_census(rows: list[dict]) -> list[dict]:
+    """Otsu thresholds over the rows' (compute, DRAM, memory) throughputs; each row gets its class."""
+    result = ncu.otsu_thresholds([(r["compute"], r["dram"], r["memory"]) for r in rows])
+    t = result.thresholds
+    print(f"Otsu thresholds over {len(rows)} kernels: compute {t.compute:.2f}%  dram {t.dram:.2f}%  "
+          f"memory {t.memory:.2f}%  (defaults: {ncu.Thresholds()})")
+    print("class distribution: " + ", ".join(f"{k}={v}" for k, v in result.distribution.items()))
+    print("\n| task | prec | category | compute % | DRAM % | memory % | class | class (default thresholds) |")
+    print("|---|---|---|---|---|---|---|---|")
+    out = []
+    for r in rows:
+        c, d, m = r["compute"], r["dram"], r["memory"]
+        out.append({**r, "class": str(ncu.classify_values(c, d, m, t)),
+                    "default_class": str(ncu.classify_values(c, d, m))})
+        print(f"| {r['task']} | {r['precision']} | {r['category']} | {c:.2f} | {d:.2f} | {m:.2f} | "
+              f"{out[-1]['class']} | {out[-1]['default_class']} |")
+    return out
+
+
+def census_from(paths: list[str]) -> int:
+    rows = []
+    for path in paths:
+        try:
+            rows += json.loads(Path(path).read_text(encoding="utf-8")).get("census", [])
+        except (OSError, ValueError, AttributeError) as exc:
+            print(f"cannot read census rows from {path}: {exc}", file=sys.stderr)
+            return 1
+    if not rows:
+        print(f"no census rows in {', '.join(paths)}: run with --census --json first", file=sys.stderr)
+        return 1
+    print_census(rows)
+    return 0
 
 
 if __name__ == "__main__":

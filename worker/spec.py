@@ -279,8 +279,9 @@ def load_spec(path: Path | str) -> TaskSpec:
         if not isinstance(size, dict) or not size:
             raise SpecError(path, f"sizes[{i}]", "must be a table of named numbers")
         for key, value in size.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise SpecError(path, f"sizes[{i}].{key}", f"must be a positive number, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                # 0 is a real size value (padding = 0); the complexity check below rejects empty work
+                raise SpecError(path, f"sizes[{i}].{key}", f"must be a non-negative number, got {value!r}")
         sizes.append(dict(size))
 
     complexity = _require(data, "complexity", str, path)

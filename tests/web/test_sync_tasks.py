@@ -50,7 +50,7 @@ def test_sync_updates_a_changed_spec_and_keeps_the_admins_enabled_flag(tmp_path)
         (lambda s: s.replace('complexity = "N"', 'complexity = "M * N"'), "sizes[0]", "lacks M used by complexity"),
         (lambda s: s.replace('complexity = "N"', 'complexity = "__import__(1)"'), "complexity", "only"),
         (lambda s: s.replace('outputs = ["C"]', 'outputs = ["N"]'), "outputs", "'N' is not a pointer parameter"),
-        (lambda s: s.replace("N = 4096", "N = -4"), "sizes[1].N", "must be a positive number"),
+        (lambda s: s.replace("N = 4096", "N = -4"), "sizes[1].N", "must be a non-negative number"),
         (lambda s: s.replace('A = "uniform(-1, 1)"', 'A = "zipf(2)"'), "inputs.A", "unknown distribution"),
         (lambda s: s.replace("void vadd(", "int vadd("), "interface.fp32", "not a C declaration"),
         (lambda s: s.replace('name = "vadd"', 'name = "other"'), "name", "must equal the folder name"),

@@ -64,6 +64,31 @@ const KINDS = {
     });
   },
 
+  // Per-task values on a categorical x (experiments: best candidate P beside the library reference's P).
+  operators(data) {
+    const labels = (data.labels || []).map(String);
+    const x = labels.map((_, i) => i);
+    return [
+      {
+        x,
+        xLabels: labels,
+        xlabel: "operator",
+        ylabel: data.ylabel || "",
+        height: 300,
+        yInclude: [0, 1],
+        series: [
+          { label: "1×", style: "dash", color: GREY, values: x.map(() => 1) },
+          ...(data.series || []).map((s, i) => ({
+            label: String(s.label ?? `series ${i + 1}`),
+            style: "points",
+            color: PALETTE[i % PALETTE.length],
+            values: (s.values || []).map(num),
+          })),
+        ],
+      },
+    ];
+  },
+
   lines(data) {
     return [
       {

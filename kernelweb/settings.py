@@ -209,6 +209,10 @@ TASKS_DIR = Path(env_str("TASKS_DIR", str(BASE_DIR / "tasks")))
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 180.0, minimum=1.0)
 LLM_PRICES_FILE = env_str("LLM_PRICES_FILE")
 
+# Experiments: the library references' speedups (cuBLAS, cuSPARSE, CUB...) over the naive baselines, for the
+# per-operator comparison and expert-relative speed; the JSON `bench/library.py --time --json PATH` writes.
+LIBRARY_REFERENCES_FILE = env_str("LIBRARY_REFERENCES_FILE")
+
 # REST API (/api/). Token first: an anonymous request then gets a 401 with `WWW-Authenticate: Token`
 # (with Session first DRF answers 403). Session auth keeps CSRF checks for browser requests.
 # Throttles count in the default cache, i.e. per process unless a shared cache is configured.

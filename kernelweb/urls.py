@@ -8,6 +8,7 @@ urlpatterns = [
     path("accounts/", include("apps.accounts.urls")),
     path("tasks/", include("apps.catalog.urls")),
     path("runs/", include("apps.runs.urls")),
+    path("experiments/", include("apps.experiments.urls")),
     path("llm/endpoints/", include("apps.llm.urls")),
     path("", include("apps.runs.showcase_urls")),  # /showcase/... and /s/<key>/, public
     path("api/", include("apps.api.urls")),

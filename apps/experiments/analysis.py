@@ -243,6 +243,48 @@ def library_comparison(outcomes: Iterable[TaskOutcome]) -> LibraryComparison:
     return LibraryComparison(tuple(rows))
 
 
+# ------------------------------------------------------------------------ per operator (Figure 5)
+
+
+@dataclass(frozen=True)
+class OperatorRow:
+    """One task (operator at one precision): its best correct trial over the seeds, and the library
+    reference over the same naive baseline where one exists."""
+
+    task_id: int
+    operator: str
+    precision: str
+    trials: int
+    correct: int
+    best_score: float | None  # the best correct trial's P, None if no trial is correct
+    best_speedup: float | None  # that trial's speedup (geometric mean over sizes)
+    reference_score: float | None
+
+    @property
+    def expert_relative(self) -> float | None:
+        """P / P_reference where a reference exists (0 without a correct trial), else None."""
+        if not self.reference_score or self.reference_score <= 0:
+            return None
+        return self.best_score / self.reference_score if self.best_score else 0.0
+
+
+def per_operator(outcomes: Iterable[TaskOutcome]) -> tuple[OperatorRow, ...]:
+    """Every task of the outcomes, in (operator, precision) order, with its best correct P over the seeds
+    beside the reference's P: the data of the paper's Figure 5, failed tasks included (no best P)."""
+    groups: dict[int, list[TaskOutcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.task_id, []).append(o)
+    rows = []
+    for task_id, group in groups.items():
+        correct = [o for o in group if o.correct and o.score is not None]
+        best = max(correct, key=lambda o: o.score) if correct else None
+        reference = next((o.reference_score for o in group if o.reference_score is not None), None)
+        rows.append(OperatorRow(task_id, group[0].operator, group[0].precision, len(group), len(correct),
+                                best.score if best else None, best.speedup if best else None, reference))
+    rows.sort(key=lambda r: (r.operator, r.precision, r.task_id))
+    return tuple(rows)
+
+
 # ------------------------------------------------------------------------------------- cost (Table 5)
 
 
@@ -365,12 +407,17 @@ class AblationTable:
         return next(r for r in self.rows if r.metric == metric)
 
 
+def common_tasks(experiments: Sequence[ExperimentOutcomes]) -> set[int]:
+    """The task ids every experiment covers (an ablation compares only those)."""
+    return set.intersection(*({o.task_id for o in e.outcomes} for e in experiments)) if experiments else set()
+
+
 def ablation_table(experiments: Sequence[ExperimentOutcomes], taus: Sequence[float] = TAUS,
                    ps: Sequence[float] = PS) -> AblationTable:
     """The same tasks under different configurations, side by side: each experiment restricted to the
     tasks every experiment covers, then its configuration, cumulative success at each tau, fast_p at
     each p, geometric-mean speedup and average cost and tokens per task."""
-    common = set.intersection(*({o.task_id for o in e.outcomes} for e in experiments)) if experiments else set()
+    common = common_tasks(experiments)
     restricted = [[o for o in e.outcomes if o.task_id in common] for e in experiments]
     dropped = tuple(len(e.outcomes) - len(r) for e, r in zip(experiments, restricted, strict=True))
     rows: list[AblationRow] = []

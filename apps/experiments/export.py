@@ -19,6 +19,7 @@ from apps.experiments.analysis import (
     FastP,
     GeomeanSpeedup,
     LibraryComparison,
+    OperatorRow,
     SuccessCurve,
     TaskOutcome,
 )
@@ -77,6 +78,15 @@ def library_table(comparison: LibraryComparison) -> Table:
     rows = tuple((r.task_id, r.operator, r.precision, r.reference_score, r.best_score, r.expert_relative, r.trials,
                   r.correct, _sizes(r.speedups), _sizes(r.reference_speedups)) for r in comparison.rows)
     return Table("library_comparison", columns, rows)
+
+
+def operator_table(rows: Sequence[OperatorRow]) -> Table:
+    """Figure 5's data: each task's best correct P (and speedup) beside its library reference's P."""
+    columns = ("task_id", "operator", "precision", "trials", "correct", "best_P", "best_speedup", "reference_P",
+               "expert_relative")
+    return Table("operators", columns, tuple(
+        (r.task_id, r.operator, r.precision, r.trials, r.correct, r.best_score, r.best_speedup, r.reference_score,
+         r.expert_relative) for r in rows))
 
 
 def cost_table(summary: CostSummary) -> Table:
@@ -148,3 +158,20 @@ def fast_p_chart(results: Sequence[tuple[str, FastP]]) -> dict[str, Any]:
     return {"x": list(ps), "xlabel": "speedup threshold p", "ylabel": "fast_p (%)", "logx": False,
             "series": [{"label": label, "values": [round(v * 100, 4) for v in fast.values]}
                        for label, fast in results]}
+
+
+def success_curve_precisions_chart(curve: SuccessCurve) -> dict[str, Any]:
+    """kw-charts `lines` data for one experiment: one line per series of the curve ("all", then each
+    precision), as in the paper's Figure 4."""
+    return {"x": list(curve.taus), "xlabel": "speedup threshold τ", "ylabel": "success rate (%)", "logx": False,
+            "series": [{"label": s.label, "values": [round(r * 100, 4) for r in s.rates]} for s in curve.series]}
+
+
+def operator_chart(rows: Sequence[OperatorRow]) -> dict[str, Any]:
+    """kw-charts `operators` data: per task, the best candidate's P and the library reference's P (None where
+    there is none, or no correct candidate)."""
+    series = [{"label": "best candidate P", "values": [r.best_score for r in rows]}]
+    if any(r.reference_score is not None for r in rows):
+        series.append({"label": "library reference P", "values": [r.reference_score for r in rows]})
+    return {"labels": [f"{r.operator} {r.precision}" for r in rows], "ylabel": "speedup over the naive baseline (P)",
+            "series": series}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 
 from apps.catalog.models import Task
 from apps.experiments.analysis import MISSING, ExperimentOutcomes, TaskOutcome, dominant_class, missing_outcome
@@ -35,6 +35,17 @@ def experiments_visible_to(user) -> QuerySet[Experiment]:
 
 def experiment_for_user(user, experiment_id: int) -> Experiment | None:
     return experiments_visible_to(user).filter(pk=experiment_id).first()
+
+
+def experiments_with_counts(experiments: QuerySet[Experiment]) -> QuerySet[Experiment]:
+    """Each experiment with `trials` (its (task, seed) pairs), `active` (queued or running) and `succeeded`,
+    in one query for a whole list. Counting over every attempt is exact: a re-run only follows a failed,
+    cancelled or deleted run, so earlier attempts are never active or succeeded."""
+    return experiments.annotate(
+        trials=Count("members", filter=Q(members__attempt=0)),
+        active=Count("members", filter=Q(members__run__status__in=[RunStatus.QUEUED, RunStatus.RUNNING])),
+        succeeded=Count("members", filter=Q(members__run__status=RunStatus.SUCCEEDED)),
+    )
 
 
 # -------------------------------------------------------------------------------------- task selection

@@ -254,6 +254,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two choice sets share the field name "precision": a task's, and an analysis's (which adds "all").
+    "ENUM_NAME_OVERRIDES": {
+        "PrecisionEnum": "apps.catalog.models.Precision",
+        "AnalysisPrecisionEnum": "apps.experiments.reports.PRECISIONS",
+    },
 }
 
 LOGGING = {

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from apps.api import views
+from apps.api import experiment_views, views
 
 app_name = "api"
 urlpatterns = [
@@ -17,6 +17,14 @@ urlpatterns = [
     path("turns/<int:pk>/", views.TurnDetail.as_view(), name="turn-detail"),
     path("profiles/", views.ProfileList.as_view(), name="profile-list"),
     path("endpoints/", views.EndpointList.as_view(), name="endpoint-list"),
+    path("experiments/", experiment_views.ExperimentList.as_view(), name="experiment-list"),
+    path("experiments/compare/", experiment_views.ExperimentCompare.as_view(), name="experiment-compare"),
+    path("experiments/<int:pk>/", experiment_views.ExperimentDetail.as_view(), name="experiment-detail"),
+    path("experiments/<int:pk>/cancel/", experiment_views.ExperimentCancel.as_view(), name="experiment-cancel"),
+    path("experiments/<int:pk>/rerun-failed/", experiment_views.ExperimentRerunFailed.as_view(),
+         name="experiment-rerun-failed"),
+    path("experiments/<int:pk>/analyses/", experiment_views.ExperimentAnalyses.as_view(),
+         name="experiment-analyses"),
     path("auth/token/", views.ObtainToken.as_view(), name="token"),
     # Public (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]): the schema describes shapes, never data.
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -409,7 +409,9 @@ def test_an_endpoint_api_key_never_appears_in_any_response(make_run, user, task,
 
 API_PATHS = {"/api/tasks/", "/api/tasks/{id}/", "/api/runs/", "/api/runs/{id}/", "/api/runs/{id}/cancel/",
              "/api/runs/{id}/turns/", "/api/runs/{id}/events/", "/api/turns/{id}/", "/api/profiles/",
-             "/api/endpoints/", "/api/auth/token/", "/api/runs/{id}/share/", "/api/shares/{key}/"}
+             "/api/endpoints/", "/api/auth/token/", "/api/runs/{id}/share/", "/api/shares/{key}/",
+             "/api/experiments/", "/api/experiments/{id}/", "/api/experiments/{id}/cancel/",
+             "/api/experiments/{id}/rerun-failed/", "/api/experiments/{id}/analyses/", "/api/experiments/compare/"}
 
 
 def test_the_schema_validates_without_warnings_and_lists_every_path(tmp_path):

@@ -50,6 +50,13 @@ LINES = {
     "series": [{"label": "ours", "values": [1, 5, 40, 80]}, {"label": "torch", "values": [2, 6, 30, None]}],
 }
 
+OPERATORS = {
+    "labels": ["vadd fp32", "relu bf16", "gemm fp32"],
+    "ylabel": "P",
+    "series": [{"label": "best candidate P", "values": [2.5, None, 8.0]},
+               {"label": "library reference P", "values": [3.0, 1.2, None]}],
+}
+
 
 PAGE = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>bundle</title></head>
@@ -71,6 +78,8 @@ PAGE = f"""<!doctype html>
 {json_script(STRIPS, "strips-data")}
 <div id="lines" data-chart="lines" data-source="lines-data"></div>
 {json_script(LINES, "lines-data")}
+<div id="operators" data-chart="operators" data-source="operators-data"></div>
+{json_script(OPERATORS, "operators-data")}
 </body></html>"""
 
 
@@ -199,6 +208,15 @@ def test_svg_button_gives_an_svg_of_the_same_data(page):
     assert "n=1024" in strips and "n=1048576" in strips
     assert 'stroke-dasharray="5 4"' in strips  # the y=1 reference line
     assert "#cf222e" in strips  # the failed entry's red x
+
+
+@pytest.mark.browser
+def test_the_operators_chart_puts_each_task_on_the_x_axis_beside_a_1x_line(page):
+    assert page.locator("#operators canvas").count() == 1
+    markup = urllib.parse.unquote(_download_url(page, "#operators button[data-format=svg]").split(",", 1)[1])
+    assert "vadd fp32" in markup and "gemm fp32" in markup and "library reference P" in markup
+    assert markup.count("<circle") == 4  # the four known values; None leaves a gap
+    assert 'stroke-dasharray="5 4"' in markup  # the 1× line
 
 
 @pytest.mark.browser

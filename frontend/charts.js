@@ -90,10 +90,14 @@ const KINDS = {
   },
 
   lines(data) {
+    const cat = !!data.categorical; // x values as evenly spaced categories (e.g. thresholds 0, 1, 2, 4, ... 32)
+    const xs = data.x || [];
     return [
       {
-        x: (data.x || []).map(num),
-        logx: !!data.logx,
+        x: cat ? xs.map((_, i) => i) : xs.map(num),
+        xLabels: cat ? xs.map((v) => String(v)) : undefined,
+        yInclude: Array.isArray(data.yInclude) ? data.yInclude.map(num) : undefined,
+        logx: !cat && !!data.logx,
         xlabel: data.xlabel || "",
         ylabel: data.ylabel || "",
         height: 300,

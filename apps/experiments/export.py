@@ -141,7 +141,8 @@ def to_json(table: Table) -> dict[str, Any]:
 
 def success_curve_chart(curves: Sequence[tuple[str, SuccessCurve]], precision: str = "all") -> dict[str, Any]:
     """kw-charts `lines` data: success rate (%) against tau, one line per labelled curve, for one precision
-    ("all" for every precision together); a curve without that precision has no line."""
+    ("all" for every precision together); a curve without that precision has no line. The thresholds double,
+    so they are drawn as evenly spaced categories, on a 0-100 % axis."""
     taus = curves[0][1].taus if curves else ()
     series = []
     for label, curve in curves:
@@ -149,14 +150,14 @@ def success_curve_chart(curves: Sequence[tuple[str, SuccessCurve]], precision: s
         if found is not None:
             series.append({"label": label, "values": [round(r * 100, 4) for r in found.rates]})
     return {"x": list(taus), "xlabel": "speedup threshold τ", "ylabel": "success rate (%)", "logx": False,
-            "series": series}
+            "categorical": True, "yInclude": [0, 100], "series": series}
 
 
 def fast_p_chart(results: Sequence[tuple[str, FastP]]) -> dict[str, Any]:
     """kw-charts `lines` data: fast_p (%) against p, one line per labelled result."""
     ps = results[0][1].ps if results else ()
     return {"x": list(ps), "xlabel": "speedup threshold p", "ylabel": "fast_p (%)", "logx": False,
-            "series": [{"label": label, "values": [round(v * 100, 4) for v in fast.values]}
+            "yInclude": [0, 100], "series": [{"label": label, "values": [round(v * 100, 4) for v in fast.values]}
                        for label, fast in results]}
 
 
@@ -164,6 +165,7 @@ def success_curve_precisions_chart(curve: SuccessCurve) -> dict[str, Any]:
     """kw-charts `lines` data for one experiment: one line per series of the curve ("all", then each
     precision), as in the paper's Figure 4."""
     return {"x": list(curve.taus), "xlabel": "speedup threshold τ", "ylabel": "success rate (%)", "logx": False,
+            "categorical": True, "yInclude": [0, 100],
             "series": [{"label": s.label, "values": [round(r * 100, 4) for r in s.rates]} for s in curve.series]}
 
 

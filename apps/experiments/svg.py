@@ -99,24 +99,31 @@ def _legend(labels: Sequence[str], y: float) -> tuple[list[str], float]:
     return parts, (row + 1) * 16 if labels else 0
 
 
-def _y_range(values: Sequence[float], percent: bool) -> tuple[float, float]:
-    if percent:
-        return 0.0, 100.0
-    top = max(values, default=1.0)
-    return 0.0, top * 1.08 if top > 0 else 1.0
+def _y_range(values: Sequence[float], include: Sequence[Any] = ()) -> tuple[float, float]:
+    """From 0 (or below, to include a value) to a little above the largest value; exactly to the largest
+    included value when no data goes beyond it (a 0-100 % axis stays 0-100)."""
+    include = [v for v in map(_num, include) if v is not None]
+    lo = min([0.0, *include])
+    top = max([*values, *include], default=1.0)
+    if include and top == max(include):
+        return lo, top if top > lo else lo + 1.0
+    return lo, top * 1.08 if top > 0 else lo + 1.0
 
 
 def lines_svg(data: dict[str, Any], title: str) -> str:
-    """A line chart of kw-charts `lines` data: {x, xlabel, ylabel, series: [{label, values}]}; a y label
-    with "%" fixes the y range at 0-100. Gaps (None) break a line."""
-    xs = [_num(x) for x in data.get("x") or ()]
+    """A line chart of kw-charts `lines` data: {x, xlabel, ylabel, series: [{label, values}]}, with optional
+    `categorical` (x values as evenly spaced categories) and `yInclude` (values the y axis must cover; [0, 100]
+    keeps a percentage axis at 0-100). Gaps (None) break a line."""
+    labels = [fmt(x) if _num(x) is not None else str(x) for x in data.get("x") or ()]
+    # categorical: the x values are evenly spaced categories (thresholds 0, 1, 2, 4 ... 32), as in the browser
+    xs = [float(i) for i in range(len(labels))] if data.get("categorical") else [_num(x) for x in data.get("x") or ()]
     series = [(str(s.get("label", "")), [_num(v) for v in s.get("values") or ()]) for s in data.get("series") or ()]
     known_x = [x for x in xs if x is not None]
     x_lo, x_hi = (min(known_x), max(known_x)) if known_x else (0.0, 1.0)
     if x_hi == x_lo:
         x_lo, x_hi = x_lo - 1, x_hi + 1
     values = [v for _, vs in series for v in vs if v is not None]
-    y_lo, y_hi = _y_range(values, "%" in str(data.get("ylabel", "")))
+    y_lo, y_hi = _y_range(values, data.get("yInclude") or ())
     plot_w = WIDTH - LEFT - RIGHT
 
     def x_of(x: float) -> float:
@@ -128,8 +135,9 @@ def lines_svg(data: dict[str, Any], title: str) -> str:
     parts = _y_axis(y_lo, y_hi, y_of, plot_w, str(data.get("ylabel", "")))
     parts.append(f'<rect x="{_f(LEFT)}" y="{_f(TOP)}" width="{_f(plot_w)}" height="{PLOT_HEIGHT}" fill="none" '
                  f'stroke="{GRID}"/>')
-    for x in known_x:
-        parts.append(_text(x_of(x), TOP + PLOT_HEIGHT + 14, fmt(x)))
+    for x, label in zip(xs, labels, strict=True):
+        if x is not None:
+            parts.append(_text(x_of(x), TOP + PLOT_HEIGHT + 14, label))
     parts.append(_text(LEFT + plot_w / 2, TOP + PLOT_HEIGHT + 30, str(data.get("xlabel", ""))))
     for n, (_, vs) in enumerate(series):
         colour = PALETTE[n % len(PALETTE)]
@@ -156,7 +164,7 @@ def bars_svg(data: dict[str, Any], title: str) -> str:
     labels = [str(label) for label in data.get("labels") or ()]
     series = [(str(s.get("label", "")), [_num(v) for v in s.get("values") or ()]) for s in data.get("series") or ()]
     values = [v for _, vs in series for v in vs if v is not None]
-    y_lo, y_hi = _y_range([*values, 1.0], percent=False)
+    y_lo, y_hi = _y_range(values, [1.0])
     plot_w = WIDTH - LEFT - RIGHT
     group_w = plot_w / max(len(labels), 1)
     bar_w = group_w * 0.8 / max(len(series), 1)

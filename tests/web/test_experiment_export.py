@@ -120,4 +120,4 @@ def test_curves_become_kw_charts_lines_data_per_precision():
     data = fast_p_chart([("Full", fast_p(SIX, (0, 1)))])
     assert data["x"] == [0, 1] and data["series"][0]["values"] == [pytest.approx(66.6667), pytest.approx(33.3333)]
     assert success_curve_chart([]) == {"x": [], "xlabel": "speedup threshold τ", "ylabel": "success rate (%)",
-                                       "logx": False, "series": []}
+                                       "logx": False, "categorical": True, "yInclude": [0, 100], "series": []}

@@ -108,6 +108,8 @@ def test_the_success_curve_svg_draws_one_line_per_series_on_a_0_to_100_scale():
     first = [tuple(map(float, p.split(","))) for p in lines[0].get("points").split()]
     assert first[0] == (pytest.approx(svg.LEFT), pytest.approx(svg.TOP + svg.PLOT_HEIGHT / 3, abs=0.1))
     assert first[-1][1] == pytest.approx(svg.TOP + svg.PLOT_HEIGHT)  # 0 % at τ = 32
+    steps = {round(b[0] - a[0], 1) for a, b in zip(first, first[1:], strict=False)}
+    assert len(steps) == 1  # the doubling thresholds are evenly spaced categories, as in the browser
     texts = [t.text for t in root.iter(f"{NS}text")]
     assert "100" in texts and "32" in texts and "all" in texts and "success rate (%)" in texts
 

@@ -31,6 +31,7 @@ from apps.experiments.analysis import (
     geomean_speedup,
     library_comparison,
     missing_outcome,
+    per_operator,
     success_curve,
 )
 
@@ -257,3 +258,45 @@ def test_ablation_compares_the_same_tasks_under_each_configuration():
 def test_ablation_of_nothing_is_an_empty_table():
     table = ablation_table([])
     assert (table.columns, table.tasks, table.dropped) == ((), 0, ())
+
+
+# ------------------------------------------------------------------------------------------ more edge cases
+
+
+def test_all_failed_still_costs_what_the_runs_spent_and_gets_no_expert_credit():
+    outcomes = [failed(1, "a", "fp32", tokens=400, cost_usd=0.04, tokens_by_role={"planner": 400},
+                       cost_by_role={"planner": 0.04}, reference_score=2.0),
+                failed(2, "b", "fp32", tokens=0, cost_usd=0.0, reference_score=4.0),  # stopped before any call
+                missing_outcome(3, "c", "fp32", reference_score=1.0)]
+    cost = cost_summary(outcomes)
+    assert (cost.trials, cost.tokens, cost.mean_tokens) == (2, 400, 200)  # the missing trial is not averaged
+    assert cost.mean_cost_usd == pytest.approx(0.02) and [r.role for r in cost.roles] == ["planner"]
+    comparison = library_comparison(outcomes)
+    assert [r.expert_relative for r in comparison.rows] == [0.0, 0.0, 0.0]
+    assert (comparison.mean_expert_relative, comparison.beats_reference) == (0.0, 0)
+    assert [(r.correct, r.best_score, r.expert_relative) for r in per_operator(outcomes)] == [
+        (0, None, 0.0), (0, None, 0.0), (0, None, 0.0)]
+
+
+def test_matching_the_library_exactly_is_not_beating_it():
+    outcomes = [ok(1, "a", "fp32", 3.0, (3.0,), reference_score=3.0), ok(2, "b", "fp32", 3.3, (3.3,),
+                                                                          reference_score=3.0)]
+    comparison = library_comparison(outcomes)
+    assert [r.expert_relative for r in comparison.rows] == pytest.approx([1.0, 1.1])
+    assert comparison.beats_reference == 1
+
+
+def test_a_tie_at_every_threshold_counts_below_it_only():
+    # P and speedup exactly at each tau / p: success strictly above, so each counts up to the threshold before
+    at = [ok(n, f"t{n}", "fp32", float(t), (float(t),)) for n, t in enumerate((1, 2, 4), start=1)]
+    assert success_curve(at, (0, 1, 2, 4)).get("all").counts == (3, 2, 1, 0)
+    assert fast_p(at, (0, 1, 2, 4)).counts == (3, 2, 1, 0)
+
+
+def test_the_missing_seed_of_a_task_is_a_failure_in_every_rate():
+    outcomes = [ok(1, "a", "fp32", 2.0, (2.0,)), missing_outcome(1, "a", "fp32", seed_index=1)]
+    assert success_curve(outcomes, (0,)).get("all").rates == (0.5,)
+    assert fast_p(outcomes, (1,)).values == (0.5,)
+    assert fast_p(outcomes[:1], (1,), all_task_ids=[1], seeds=2).values == (0.5,)  # no outcome at all for seed 1
+    geo = geomean_speedup(outcomes)
+    assert (geo.value, geo.correct, geo.total) == (2.0, 1, 2)

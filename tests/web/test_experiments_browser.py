@@ -99,7 +99,7 @@ def test_launch_watch_switch_precision_and_download_csv(page, stack, shots):
     page.click("nav >> text=Experiments")
     page.wait_for_url(re.compile(r".*/experiments/$"))
     page.click("text=New experiment")
-    page.fill("input[name=name]", "Full <R1> D0")
+    page.fill("input[name=name]", "Full pipeline \"R1\" & D0 <fp32, bf16>")
     page.select_option("select[name=suite]", "testsuite")
     page.select_option("select[name=endpoint]", label="scripted")
     page.fill("input[name=model]", "scripted")
@@ -109,7 +109,7 @@ def test_launch_watch_switch_precision_and_download_csv(page, stack, shots):
     page.click("form.experiment-form button[type=submit]")
     page.wait_for_url(re.compile(r".*/experiments/\d+/$"))
     experiment_id = int(page.url.rstrip("/").split("/")[-1])
-    assert "Full <R1> D0" in page.locator("h1").inner_text()  # shown as text, not markup
+    assert "Full pipeline \"R1\" & D0 <fp32, bf16>" in page.locator("h1").inner_text()  # shown as text, not markup
 
     # live: the progress fragment is polled until both runs end, then the page reloads with the analyses
     page.wait_for_selector("#experiment-progress[data-active='0']", timeout=90_000)
@@ -120,7 +120,8 @@ def test_launch_watch_switch_precision_and_download_csv(page, stack, shots):
     # the interactive charts replaced the server-drawn SVG and offer PNG downloads
     page.wait_for_selector("#chart-success_curve canvas")
     assert page.locator("#chart-fast_p canvas").count() == 1 and page.locator("#chart-operators canvas").count() == 1
-    page.screenshot(path=str(shots / "experiment.png"), full_page=True)
+    page.screenshot(path=str(shots / "experiment.png"), full_page=True,
+                    clip={"x": 0, "y": 0, "width": 1400, "height": 1130})
     name, png = _download(page, "#chart-fast_p button[data-format=png]")
     assert name == f"experiment-{experiment_id}-fast_p.png" and png.startswith(b"\x89PNG\r\n\x1a\n")
 

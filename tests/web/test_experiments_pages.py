@@ -403,3 +403,39 @@ def test_compare_with_fewer_than_two_lets_you_pick(user, trio):
     assert signed_in(user).get(f"{reverse('experiments:compare')}?ids=abc").status_code == 404
     export = reverse("experiments:compare_export", args=["ablation", "csv"]) + f"?ids={trio.pk}"
     assert signed_in(user).get(export).status_code == 404
+
+
+def test_library_references_from_the_configured_file_appear_beside_the_best_candidates(user, trio, tmp_path,
+                                                                                      settings):
+    bench = {"reference": [{"task": "vadd", "precision": "fp32", "verdict": "ok", "score": 5.0,
+                            "sizes": [{"index": 0, "speedup": 4.0}, {"index": 1, "speedup": 6.0}]},
+                           {"task": "relu", "precision": "fp32", "verdict": "ok", "score": 0.8, "sizes": []}]}
+    path = tmp_path / "library.json"
+    path.write_text(json.dumps(bench))
+    client = signed_in(user)
+    page = client.get(reverse("experiments:detail", args=[trio.pk])).content.decode()
+    assert 'id="table-library_comparison"' not in page  # no file configured: no comparison
+    settings.LIBRARY_REFERENCES_FILE = str(path)
+    page = client.get(reverse("experiments:detail", args=[trio.pk])).content.decode()
+    assert 'id="table-library_comparison"' in page and "Mean expert-relative speed" in page
+    library = json.loads(client.get(reverse("experiments:export", args=[trio.pk, "library_comparison", "json"]))
+                         .content)["rows"]
+    # vadd fp32: 2.5 / 5.0; relu fp32: 1.0 / 0.8 (faster than the library)
+    assert [(r["operator"], r["expert_relative"]) for r in library] == [("relu", pytest.approx(1.25)),
+                                                                       ("vadd", pytest.approx(0.5))]
+    assert library[1]["reference_speedups"] == "4;6"
+    chart = client.get(reverse("experiments:chart", args=[trio.pk, "operators"])).content.decode()
+    assert "library reference P" in chart
+
+
+def test_the_detail_page_reads_a_fixed_number_of_queries_whatever_the_number_of_tasks(
+        user, trio, tasks, django_assert_max_num_queries):
+    client = signed_in(user)
+    client.get(reverse("experiments:detail", args=[trio.pk]))  # warm the session
+    with django_assert_max_num_queries(12):
+        assert client.get(reverse("experiments:detail", args=[trio.pk])).status_code == 200
+    for n in range(10):
+        clone(tasks[0], operator=f"op{n}")
+    bigger = launch(user, list(Task.objects.all()), name="bigger")
+    with django_assert_max_num_queries(12):
+        assert client.get(reverse("experiments:detail", args=[bigger.pk])).status_code == 200

@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "compute": c, "dram": d, "memory": m}
                                for (name, precision, category), (c, d, m) in zip(labels, samples, strict=True)])
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "census": census, **saved}, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({**saved, "rows": rows, "census_rows": census}, indent=1), encoding="utf-8")
     return 1 if failures else 0
 
 
@@ -230,7 +230,7 @@ def census_from(paths: list[str]) -> int:
     rows = []
     for path in paths:
         try:
-            rows += json.loads(Path(path).read_text(encoding="utf-8")).get("census", [])
+            rows += json.loads(Path(path).read_text(encoding="utf-8")).get("census_rows", [])
         except (OSError, ValueError, AttributeError) as exc:
             print(f"cannot read census rows from {path}: {exc}", file=sys.stderr)
             return 1

@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ class EvalOptions:
     warmup: int = 3
     iters: int = 50
     profile: str = "none"  # filtered | full | none
-    thresholds: ncu.Thresholds = ncu.Thresholds()
+    thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)
     use_baseline_cache: bool = True
     check_timeout_s: float = 180.0
     time_timeout_s: float = 600.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -97,6 +98,22 @@ class Thresholds:
     compute: float = 30.0
     dram: float = 30.0
     memory: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> Thresholds:
+        """KW_BOTTLENECK_THRESHOLDS="compute,dram,memory" (e.g. the H100 census values of
+        docs/bottleneck-census.md); the paper's 30/30/30 when unset."""
+        raw = os.environ.get("KW_BOTTLENECK_THRESHOLDS", "").strip()
+        if not raw:
+            return cls()
+        try:
+            compute, dram, memory = (float(x) for x in raw.split(","))
+        except ValueError:
+            raise ValueError(f"KW_BOTTLENECK_THRESHOLDS must be three percentages 'compute,dram,memory', "
+                             f"got {raw!r}") from None
+        if not all(0 < v < 100 for v in (compute, dram, memory)):
+            raise ValueError(f"KW_BOTTLENECK_THRESHOLDS values must lie strictly between 0 and 100, got {raw!r}")
+        return cls(compute, dram, memory)
 
 
 @dataclass(frozen=True)

@@ -163,3 +163,20 @@ def test_keeps_the_last_launch_of_each_kernel_when_profiling_from_the_start():
     mk = lambda i, name: ncu.KernelMetrics(i, name, name, "", "", {})  # noqa: E731
     kept = ncu.last_launch_per_kernel([mk(0, "a"), mk(1, "b"), mk(2, "a"), mk(3, "b")])
     assert [k.launch_id for k in kept] == [2, 3]
+
+
+def test_thresholds_come_from_the_environment_when_set(monkeypatch):
+    monkeypatch.setenv("KW_BOTTLENECK_THRESHOLDS", "38.16, 24.32,45.8")
+    assert ncu.Thresholds.from_env() == ncu.Thresholds(38.16, 24.32, 45.8)
+    from worker.evaluate import EvalOptions
+
+    assert EvalOptions().thresholds == ncu.Thresholds(38.16, 24.32, 45.8)
+    monkeypatch.delenv("KW_BOTTLENECK_THRESHOLDS")
+    assert EvalOptions().thresholds == ncu.Thresholds()
+
+
+@pytest.mark.parametrize("raw", ["30,30", "a,b,c", "0,30,30", "30,30,100"])
+def test_malformed_environment_thresholds_are_refused_with_the_expected_form(monkeypatch, raw):
+    monkeypatch.setenv("KW_BOTTLENECK_THRESHOLDS", raw)
+    with pytest.raises(ValueError, match="KW_BOTTLENECK_THRESHOLDS"):
+        ncu.Thresholds.from_env()

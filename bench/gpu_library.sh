@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole task library on a GPU host (issue 6), one part per argument, results under $OUT:
 #   env       toolchain and GPU facts; where the toolkit lacks cuBLAS/cuSPARSE, take them from the
-#             Python wheels already installed (same layout as `make .cuda-libs/.installed`)
+#             Python wheels already installed (same layout as `make .cuda-libs/.ready`)
 #   compile   every task and library reference, on all cores (bench/library.py without GPU steps)
 #   validate  every baseline against its CPU reference, SHARDS processes side by side
 #   time-fp32 / time-bf16     baselines and references timed, one process (the GPU to itself)

@@ -18,10 +18,10 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from worker import sandbox
+from worker import assembly, sandbox
 from worker.flags import FlagCheck, check_flags
 from worker.results import CompileResult, KernelResources
 from worker.spec import TaskSpec
@@ -192,6 +192,15 @@ class _Job:
     cached_as: Path
 
 
+# Roles whose object the viewer shows as PTX/SASS.
+_LISTED = ("candidate", "baseline")
+
+
+def _with_assembly(result: CompileResult, obj: Path) -> CompileResult:
+    listing = assembly.dump(obj)
+    return replace(result, ptx=listing.ptx, sass=listing.sass, assembly_note=listing.note)
+
+
 def _run_job(job: _Job, timeout_s: float) -> CompileResult:
     meta_path = job.cached_as.with_suffix(".json")
     if job.cached_as.is_file() and meta_path.is_file():
@@ -200,7 +209,11 @@ def _run_job(job: _Job, timeout_s: float) -> CompileResult:
             job.output.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(job.cached_as, job.output)
             result = CompileResult.from_dict(meta)
-            return CompileResult(job.role, True, _display(job.argv), result.log, result.resources, True, 0.0)
+            hit = replace(result, role=job.role, ok=True, command=_display(job.argv), cached=True, seconds=0.0)
+            if job.role in _LISTED and not (result.ptx or result.assembly_note):
+                hit = _with_assembly(hit, job.output)  # an entry cached before listings were kept
+                _store_text(replace(hit, cached=False).to_json(), meta_path)
+            return hit
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged entry is rebuilt below
     res = sandbox.run(job.argv, job.cwd, timeout_s, name=f"nvcc-{job.role}")
@@ -209,6 +222,8 @@ def _run_job(job: _Job, timeout_s: float) -> CompileResult:
         log += f"\n[compile of {job.role} timed out after {timeout_s:.0f} s]"
     ok = res.ok and job.output.is_file()
     result = CompileResult(job.role, ok, _display(job.argv), log, parse_ptxas(log), False, res.wall_s)
+    if ok and job.role in _LISTED:
+        result = _with_assembly(result, job.output)
     if ok:
         _store(job.output, job.cached_as)
         _store_text(result.to_json(), meta_path)

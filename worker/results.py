@@ -84,6 +84,9 @@ class CompileResult(_Serializable):
     resources: tuple[KernelResources, ...] = ()
     cached: bool = False
     seconds: float = 0.0
+    ptx: str = ""  # the object's PTX and SASS (worker/assembly.py), candidate and baseline only
+    sass: str = ""
+    assembly_note: str = ""  # why a listing is missing or cut
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CompileResult:

@@ -14,15 +14,16 @@ from functools import lru_cache
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
-from pygments.lexers import CudaLexer
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 
 CONTEXT = 4  # unchanged lines kept around each change before a run of equal lines is folded
 
 
-@lru_cache(maxsize=1)
-def _lexer() -> CudaLexer:
-    return CudaLexer(stripnl=False, ensurenl=False)
+@lru_cache(maxsize=4)
+def _lexer(language: str = "cuda") -> Lexer:
+    return get_lexer_by_name(language, stripnl=False, ensurenl=False)
 
 
 def _css_class(ttype) -> str:
@@ -31,10 +32,12 @@ def _css_class(ttype) -> str:
     return STANDARD_TYPES[ttype]
 
 
-def highlight_lines(code: str) -> list[SafeString]:
-    """One HTML fragment per source line, with Pygments' short CSS classes (`k`, `c1`, `mi`...)."""
+def highlight_lines(code: str, language: str = "cuda") -> list[SafeString]:
+    """One HTML fragment per source line, with Pygments' short CSS classes (`k`, `c1`, `mi`...).
+
+    language: a Pygments lexer name (`cuda`, `ptx`, `gas` for SASS, which has no lexer of its own)."""
     lines: list[list[str]] = [[]]
-    for ttype, value in _lexer().get_tokens(code):
+    for ttype, value in _lexer(language).get_tokens(code):
         css = _css_class(ttype)
         for i, part in enumerate(value.split("\n")):
             if i:

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.runs.events import event_append
-from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn
+from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
 from apps.runs.services import run_claim, run_fail, run_reclaim, run_transition
 from worker import toolchain
 from worker.llm import OpenAIChatClient, PriceTable
@@ -65,6 +65,10 @@ class DjangoSink:
             turn, _ = Turn.objects.update_or_create(
                 run=self.run, round_index=record.round_index, debug_index=record.debug_index, defaults=values
             )
+            listing = evaluation.compile if evaluation is not None else None
+            if listing is not None and (listing.ptx or listing.sass or listing.assembly_note):
+                TurnAssembly.objects.update_or_create(turn=turn, defaults={
+                    "ptx": listing.ptx, "sass": listing.sass, "note": listing.assembly_note[:500]})
             if evaluation is not None and record.finished:
                 turn.profiles.all().delete()
                 Profile.objects.bulk_create(

@@ -149,6 +149,19 @@ class Bottleneck(models.TextChoices):
     UNKNOWN = "unknown", "Unknown"
 
 
+class TurnAssembly(models.Model):
+    """The PTX and SASS of a turn's compiled object (worker/assembly.py), apart from Turn so that
+    timelines and lists never load hundreds of kilobytes per turn."""
+
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="assembly")
+    ptx = models.TextField(blank=True)
+    sass = models.TextField(blank=True)
+    note = models.CharField(max_length=500, blank=True, help_text="Why a listing is missing or cut.")
+
+    def __str__(self) -> str:
+        return f"assembly of turn {self.turn_id}"
+
+
 class Profile(models.Model):
     """Nsight Compute metrics of one kernel of a turn at one size."""
 

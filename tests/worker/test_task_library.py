@@ -45,7 +45,7 @@ REFERENCES = [(s, p) for s, p in CASES if s.reference_source(p) is not None]
 )
 def test_library_reference_compiles_and_links_with_its_libraries(spec, precision, chain, shared_build_cache,
                                                                   tmp_path):
-    # cuBLAS/cuSPARSE come from the toolkit or from `make .cuda-libs/.installed` (KW_CUDA_EXTRA).
+    # cuBLAS/cuSPARSE come from the toolkit or from `make .cuda-libs/.ready` (KW_CUDA_EXTRA).
     ev = evaluate_reference_compile(spec, precision, chain, shared_build_cache, tmp_path)
     log = ev.compile.log if ev.compile else ""
     assert ev.verdict == Verdict.OK and ev.kind == "reference", f"{ev.reason}\n{log}"

@@ -17,7 +17,7 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
-from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnKind
+from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
 from apps.runs.showcase_selectors import param_order, size_label
 
 AGAINST = ("baseline", "parent", "best")
@@ -186,6 +186,27 @@ class TurnPanel:
     calls: list[AgentCall]
     manual_code: str = ""
     links: dict[str, str] = field(default_factory=dict)
+    assembly: AssemblyView | None = None
+
+
+@dataclass
+class AssemblyView:
+    """A turn's PTX and SASS, highlighted per line (loaded only for the selected turn)."""
+
+    ptx: list[SafeString]
+    sass: list[SafeString]
+    note: str
+    kernels: list[str]  # SASS function names, in order, for the jump list
+
+
+def assembly_view(turn: Turn) -> AssemblyView | None:
+    stored = TurnAssembly.objects.filter(turn=turn).first()
+    if stored is None:
+        return None
+    kernels = [line.split("Function :", 1)[1].strip() for line in stored.sass.splitlines() if "Function :" in line]
+    return AssemblyView(ptx=highlight_lines(stored.ptx, "ptx") if stored.ptx else [],
+                        sass=highlight_lines(stored.sass, "gas") if stored.sass else [],
+                        note=stored.note, kernels=kernels)
 
 
 _SANITIZE_TAGS = {"p", "ul", "ol", "li", "code", "pre", "em", "strong", "a", "h3", "h4", "blockquote", "br",
@@ -298,6 +319,7 @@ def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[in
         log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results, order),
         pinned_label=turn_label(pinned.round_index, pinned.debug_index) if pinned else "",
         profiles=profile_blocks(turn, pinned, order), calls=list(turn.agent_calls.all()), manual_code=turn.code,
+        assembly=assembly_view(turn),
     )
 
 

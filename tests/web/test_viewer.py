@@ -153,3 +153,36 @@ def test_the_viewer_shares_the_comparison_on_screen(client, user, demo_run):
     assert response.status_code == 302 and response.url.startswith("/s/")
     client.logout()
     assert "softmax_kernel_optimized" in client.get(response.url).content.decode()
+
+
+def test_the_assembly_tab_shows_the_turns_sass_and_ptx_highlighted_and_escaped(client, user, make_run):
+    from apps.runs.models import TurnAssembly
+
+    run = make_run(user)
+    turn = Turn.objects.create(run=run, round_index=1, kind="optimize", code="k", verdict="ok", valid=True)
+    TurnAssembly.objects.create(
+        turn=turn, note="PTX cut at 200 KiB of 250 KiB",
+        sass="        Function : softmax_kernel<script>\n        /*0000*/  LDG.E R0, desc[UR4][R2.64] ;\n",
+        ptx=".visible .entry _Z6kernelPf(\n.param .u64 p\n)\n{\nld.param.u64 %rd1, [p];\n}")
+    client.force_login(user)
+    html = page(client, run, turn="1.0")
+    assert 'id="tab-asm"' in html and "PTX cut at 200 KiB" in html
+    assert "LDG.E" in html and "softmax_kernel&lt;script&gt;" in html and "<script>" not in html.split("tab-asm")[1]
+    assert "listing-ptx" in html and "(6 lines)" in html and "rd1" in html  # PTX, one row per line
+    Turn.objects.create(run=run, round_index=2, kind="optimize", code="k", verdict="compile_error")
+    assert "No PTX/SASS stored for this turn" in page(client, run, turn="2.0")
+
+
+def test_a_finished_turn_stores_the_listing_of_its_compile(user, make_run):
+    from apps.runs.execution import DjangoSink
+    from worker.pipeline import TurnRecord
+    from worker.results import CompileResult, Evaluation, Verdict
+
+    run = make_run(user)
+    compiled = CompileResult("candidate", True, "nvcc -c candidate.cu", "", ptx=".entry k", sass="Function : k")
+    evaluation = Evaluation(task="vadd", precision="fp32", verdict=Verdict.OK, compile=compiled)
+    DjangoSink(run).turn(TurnRecord(round_index=1, debug_index=0, kind="optimize", parent=None, scheme="",
+                                    code="k", compile_command="", evaluation=evaluation, verdict="ok", reason="",
+                                    score=1.0, valid=True, finished=True))
+    stored = Turn.objects.get(run=run, round_index=1).assembly
+    assert (stored.ptx, stored.sass, stored.note) == (".entry k", "Function : k", "")

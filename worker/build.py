@@ -9,6 +9,7 @@ the exact command. Nothing here needs a GPU.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -161,21 +162,40 @@ def harness_hash(harness_dir: Path) -> str:
     return _sha(*[p.name + "\0" + p.read_text(encoding="utf-8", errors="replace") for p in files])
 
 
-def _store(src: Path, dst: Path) -> None:
-    """Copy into the cache atomically, so a concurrent reader never sees half a file."""
+def _atomic_write(dst: Path, write) -> None:
+    """Write through a temporary file in dst's folder, then rename: a concurrent reader never sees half a
+    file, and a failed write (a full disk) leaves no entry behind, not even the temporary file."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".tmp-")
-    os.close(fd)
-    shutil.copy2(src, tmp)
-    os.replace(tmp, dst)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _store(src: Path, dst: Path) -> None:
+    _atomic_write(dst, lambda fh: fh.write(src.read_bytes()))
 
 
 def _store_text(text: str, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, dst)
+    _atomic_write(dst, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def _cache_put(job: _Job, result: CompileResult) -> CompileResult:
+    """Keep a successful compile; the object first and its metadata last, since a hit needs both. A cache
+    that cannot be written (full disk, read-only) costs only the reuse: the build goes on, and says so."""
+    meta_path = job.cached_as.with_suffix(".json")
+    try:
+        _store(job.output, job.cached_as)
+        _store_text(result.to_json(), meta_path)
+    except OSError as exc:
+        meta_path.unlink(missing_ok=True)
+        return replace(result, log=result.log + f"\n[build cache {job.cached_as.parent}: {exc.strerror or exc}; "
+                                                f"this {job.role} object was not cached]")
+    return result
 
 
 def _display(argv: list[str]) -> str:
@@ -212,7 +232,8 @@ def _run_job(job: _Job, timeout_s: float) -> CompileResult:
             hit = replace(result, role=job.role, ok=True, command=_display(job.argv), cached=True, seconds=0.0)
             if job.role in _LISTED and not (result.ptx or result.assembly_note):
                 hit = _with_assembly(hit, job.output)  # an entry cached before listings were kept
-                _store_text(replace(hit, cached=False).to_json(), meta_path)
+                with contextlib.suppress(OSError):
+                    _store_text(replace(hit, cached=False).to_json(), meta_path)
             return hit
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged entry is rebuilt below
@@ -224,10 +245,7 @@ def _run_job(job: _Job, timeout_s: float) -> CompileResult:
     result = CompileResult(job.role, ok, _display(job.argv), log, parse_ptxas(log), False, res.wall_s)
     if ok and job.role in _LISTED:
         result = _with_assembly(result, job.output)
-    if ok:
-        _store(job.output, job.cached_as)
-        _store_text(result.to_json(), meta_path)
-    return result
+    return _cache_put(job, result) if ok else result
 
 
 def _library_dirs() -> Path | None:

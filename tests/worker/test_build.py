@@ -183,3 +183,34 @@ def test_ptxas_verbose_is_not_added_twice(flags, asks):
     from worker.build import _asks_ptxas_verbose
 
     assert _asks_ptxas_verbose(flags) is asks
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A real 64 KiB tmpfs: too small for the objects, so writes fail with ENOSPC."""
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_build_cache_costs_only_reuse_and_leaves_no_broken_entry(scale_spec, no_gpu_chain, tmp_path,
+                                                                         full_disk):
+    args = dict(harness_dir=CPU_HARNESS, cache_dir=full_disk / "cache")
+    first = build(scale_spec, "fp32", no_gpu_chain, candidate("scale_good.cu"), "-O3", work_dir=tmp_path / "a",
+                  **args)
+    assert first.ok
+    uncached = [r for r in (first.baseline, first.harness, first.candidate, first.link) if "not cached" in r.log]
+    assert uncached and all("No space left on device" in r.log for r in uncached)
+    entries = list((full_disk / "cache").rglob("*"))
+    assert not [p for p in entries if p.name.startswith(".tmp-")]
+    for meta in [p for p in entries if p.suffix == ".json"]:
+        assert meta.with_suffix(".o").is_file() or meta.with_suffix(".bin").is_file()  # no entry without object
+    second = build(scale_spec, "fp32", no_gpu_chain, candidate("scale_good.cu"), "-O3", work_dir=tmp_path / "b",
+                   **args)
+    assert second.ok and second.key == first.key

@@ -1,0 +1,163 @@
+"""Redis killed and restarted while a run is in flight and another is queued (issue 9, faults).
+
+A private redis-server (append-only file, fsync always, as the deployment guide asks) is the Celery
+broker and the Channels layer of a real stack: daphne, a Celery prefork worker with a simulated GPU
+(tests/support/simulated_gpu.py) and the scripted LLM. A websocket client follows the running run
+the way static/js/run-events.js does: on a dropped connection it reconnects with ?after=<last seq>.
+While Redis is down the worker keeps writing events to the database; the live layer misses them and
+the DB replay on reconnect covers the gap. The queued run survives in Redis's append-only file.
+"""
+
+import asyncio
+import json
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import websockets
+
+from tests.support.reachable import reachable
+from tests.support.scripted_eval import COMMAND, PLAN, kernel
+from tests.support.specs import write_task
+from tests.support.stack import BIN, Browserless, free_port, make_stack
+from worker.scripted_llm import ScriptedLLM
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+ROUNDS = 3
+TERMINAL = {"run.succeeded", "run.failed", "run.cancelled"}
+SCRIPT = [
+    {"agent": "planner", "content": PLAN, "delay_s": 0.5, "repeat": 1000},
+    {"agent": "coder", "content": kernel("ok 1.5"), "delay_s": 0.5, "repeat": 1000},
+    {"agent": "compiler", "content": COMMAND, "delay_s": 0.5, "repeat": 1000},
+]
+
+
+class PrivateRedis:
+    def __init__(self, folder):
+        self.folder, self.port, self.process = folder, free_port(), None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while not reachable(self.url, timeout=0.2):
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def crash(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    server = PrivateRedis(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, redis_server):
+    with ScriptedLLM(SCRIPT) as llm:
+        base = tmp_path_factory.mktemp("stack-redis-restart")
+        write_task(base / "tasks", "vadd")
+        stack = make_stack(base, base / "tasks", REDIS_URL=redis_server.url, EVENT_POLL_SECONDS="1",
+                           CHANNELS_PREFIX="kw-restart")
+        stack.manage("shell", "-c", "from apps.llm.models import LLMEndpoint; "
+                     f"LLMEndpoint.objects.create(name='scripted', base_url='{llm.base_url}')")
+        stack.start(worker=False)
+        stack._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu",
+                                "--pool", "prefork", "--concurrency", "1", "--include", "tests.support.simulated_gpu",
+                                "--loglevel", "INFO"])
+        yield stack
+        stack.stop()
+
+
+def _launch(stack) -> int:
+    code = ("from django.contrib.auth.models import User; from apps.catalog.models import Task; "
+            "from apps.llm.models import LLMEndpoint; from apps.runs.services import RunConfig, run_create; "
+            "task = Task.objects.get(operator='vadd', precision='fp32'); "
+            f"config = RunConfig(model='scripted', rounds={ROUNDS}, debug_rounds=0, profile_mode='none', "
+            "endpoint_id=LLMEndpoint.objects.get().pk); "
+            "print(run_create(owner=User.objects.get(), task=task, config=config).pk)")
+    return int(stack.manage("shell", "-c", code).split()[-1])
+
+
+def _db_events(stack, run_id):
+    return stack.query("SELECT seq, type FROM runs_runevent WHERE run_id=? ORDER BY seq", run_id)
+
+
+def _wait(stack, run_id, predicate, what, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = _db_events(stack, run_id)
+        if predicate(events):
+            return events
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}; events: {_db_events(stack, run_id)}\n" + stack.log("worker")[-4000:])
+
+
+async def _follow(stack, browser, run_id, received: list, reconnects: list, timeout=150):
+    """Like run-events.js: keep a socket open, and after a drop reconnect from the last seq seen."""
+    headers = {"Cookie": f"sessionid={browser.cookie('sessionid')}", "Origin": stack.url}
+    async with asyncio.timeout(timeout):
+        while not received or received[-1]["type"] not in TERMINAL:
+            after = received[-1]["seq"] if received else 0
+            uri = f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/events/?after={after}"
+            try:
+                async with websockets.connect(uri, additional_headers=headers, open_timeout=5) as socket:
+                    while not received or received[-1]["type"] not in TERMINAL:
+                        event = json.loads(await socket.recv())
+                        if not received or event["seq"] > received[-1]["seq"]:  # drop duplicates
+                            received.append(event)
+            except (OSError, websockets.ConnectionClosed, websockets.InvalidStatus, TimeoutError):
+                reconnects.append(time.monotonic())
+                await asyncio.sleep(0.5)
+
+
+def test_runs_in_flight_and_queued_survive_a_redis_crash_and_no_event_is_lost(stack, redis_server):
+    browser = Browserless(stack.url)
+    browser.login("tester", "e2e-pass-123")
+    running, queued = _launch(stack), _launch(stack)
+    received, reconnects = [], []
+    follower = threading.Thread(target=lambda: asyncio.run(_follow(stack, browser, running, received, reconnects)))
+    follower.start()
+
+    _wait(stack, running, lambda ev: ("turn.finished" in [t for _, t in ev]), "the baseline turn")
+    redis_server.crash()
+    down_since = max(s for s, _ in _db_events(stack, running))
+    time.sleep(4)  # the worker goes on writing events to the database meanwhile
+    written_while_down = max(s for s, _ in _db_events(stack, running)) - down_since
+    redis_server.start()
+
+    events = _wait(stack, running, lambda ev: ev[-1][1] in TERMINAL, "the running run to end")
+    follower.join(timeout=60)
+    assert not follower.is_alive(), "the websocket client never saw the end of the run"
+    assert written_while_down > 0, "the run did not progress while Redis was down; the test proves nothing"
+    assert events[-1][1] == "run.succeeded", stack.log("worker")[-3000:]
+    assert [e["seq"] for e in received] == [s for s, _ in events]  # every event, once, in order
+    assert reconnects, "the websocket never dropped: Redis was not really gone"
+    turns = stack.query("SELECT round_index FROM runs_turn WHERE run_id=? ORDER BY 1", running)
+    assert turns == [(r,) for r in range(ROUNDS + 1)]
+
+    # The queued run was only in Redis when it crashed: the append-only file brought it back.
+    after = _wait(stack, queued, lambda ev: ev[-1][1] in TERMINAL, "the queued run to run", timeout=180)
+    assert after[-1][1] == "run.succeeded"
+    assert stack.query("SELECT status FROM runs_run WHERE id=?", queued)[0][0] == "succeeded"

@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "compute": c, "dram": d, "memory": m}
                                for (name, precision, category), (c, d, m) in zip(labels, samples, strict=True)])
     if args.json:
-        Path(args.json).write_text(json.dumps({**saved, "rows": rows, "census_rows": census}, indent=1), encoding="utf-8")
+        data = {**saved, "rows": rows, "census_rows": census}
+        Path(args.json).write_text(json.dumps(data, indent=1), encoding="utf-8")
     return 1 if failures else 0
 
 

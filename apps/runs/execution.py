@@ -7,13 +7,15 @@ nothing: the claim is the idempotency guard. The pipeline itself is Django-free 
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
+import time
 from decimal import Decimal
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from apps.runs.events import event_append
 from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
@@ -27,16 +29,42 @@ from worker.spec import SpecError, load_spec
 logger = logging.getLogger(__name__)
 
 
+def db_retry(fn):
+    """Retry a database step while the database is briefly unreachable (a restart, a failover, a network
+    blip), for up to WORKER_DB_RETRY_SECONDS. Each step is one transaction, so a failed attempt leaves
+    nothing half-written; the broken connection is dropped so that the next attempt reconnects."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        deadline = time.monotonic() + settings.WORKER_DB_RETRY_SECONDS
+        delay = 0.25
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except (OperationalError, InterfaceError) as exc:
+                if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                    raise  # an outer transaction must fail as a whole; or we waited long enough
+                logger.warning("database unavailable during %s (%s); retrying in %.2f s", fn.__name__, exc, delay)
+                connection.close()
+                time.sleep(delay)
+                delay = min(delay * 2, 4.0)
+
+    return wrapper
+
+
 class DjangoSink:
-    """Stores each pipeline report, then appends its event (published after commit)."""
+    """Stores each pipeline report, then appends its event (published after commit). Every report is
+    retried while the database is briefly unavailable (`db_retry`)."""
 
     def __init__(self, run: Run):
         self.run = run
         self.turns: dict[tuple[int, int], Turn] = {}
 
+    @db_retry
     def event(self, type: str, payload: dict) -> None:
         event_append(self.run.pk, type, payload)
 
+    @db_retry
     def turn(self, record: TurnRecord) -> None:
         evaluation = record.evaluation
         values = {
@@ -81,6 +109,7 @@ class DjangoSink:
                 )
         self.turns[record.key] = turn
 
+    @db_retry
     def agent_call(self, turn: tuple[int, int], record: AgentCallRecord) -> None:
         AgentCall.objects.create(
             turn=self.turns[turn], role=record.role, model=record.model, messages=record.messages,
@@ -88,6 +117,7 @@ class DjangoSink:
             cost_usd=Decimal(str(round(record.cost_usd, 6))), latency_s=record.latency_s, error=record.error,
         )
 
+    @db_retry
     def cancelled(self) -> bool:
         return Run.objects.filter(pk=self.run.pk, status=RunStatus.CANCELLED).exists()
 
@@ -110,6 +140,7 @@ def _config(run: Run) -> PipelineConfig:
     )
 
 
+@db_retry
 def _finish(run: Run, sink: DjangoSink, result: PipelineResult) -> None:
     best = sink.turns.get(result.best_turn) if result.best_turn else None
     totals = {

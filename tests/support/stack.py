@@ -43,11 +43,12 @@ class Stack:
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def _spawn(self, name: str, argv: list[str], **env_extra: str) -> None:
         logs = self.base / "logs"
         logs.mkdir(exist_ok=True)
         out = open(logs / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
-        process = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=out, start_new_session=True)
+        process = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **env_extra}, stdout=out, stderr=out,
+                                   start_new_session=True)
         self.processes.append((process, out))
 
     def start_worker(self, *extra: str) -> None:

@@ -347,6 +347,12 @@ class OpenAIChatClient:
                     ) from exc
                 self._sleep(self.retry.delay(attempt, failure.retry_after, self._rand))
                 continue
+            except ValueError as exc:  # a 200 whose body is not JSON at all (the SDK's own decode error)
+                raise LLMError(
+                    f"the endpoint answered HTTP 200 with a body that is not a chat completion ({exc}); "
+                    "check that the base URL points at an OpenAI-compatible /v1 API",
+                    retriable=False, attempts=attempt, attempt_errors=tuple(errors),
+                ) from exc
             return self._response(completion, messages, model, attempt, started, tuple(errors))
 
     def _response(
@@ -359,13 +365,19 @@ class OpenAIChatClient:
         errors: tuple[str, ...],
     ) -> LLMResponse:
         choices = getattr(completion, "choices", None) or []
-        if not choices:
+        if isinstance(completion, str) or not choices:
             raise LLMError(
-                "the endpoint answered without any choices (no message to read)",
+                "the endpoint answered without any choices (no message to read)"
+                + (f": {completion[:200]!r}" if isinstance(completion, str) else "")
+                + "; check that the base URL points at an OpenAI-compatible /v1 API",
                 retriable=False, attempts=attempts, attempt_errors=errors,
             )
         choice = choices[0]
-        text = (choice.message.content if choice.message else None) or ""
+        message = getattr(choice, "message", None)
+        text = getattr(message, "content", None) or ""
+        if not isinstance(text, str):
+            raise LLMError(f"the endpoint's message content is not text: {str(text)[:200]!r}",
+                           retriable=False, attempts=attempts, attempt_errors=errors)
         usage = getattr(completion, "usage", None)
         tokens_in = getattr(usage, "prompt_tokens", None)
         tokens_out = getattr(usage, "completion_tokens", None)

@@ -11,7 +11,8 @@ matchers matches anything, so a plain list plays in order. Step keys, all option
                    absent: rough counts from the text (4 characters per token)
     finish_reason  default "stop"
     model          the model id to answer with (default: the one asked for)
-    status, body   fail with this HTTP status and body (a JSON object or a string)
+    status, body   answer with this HTTP status and body (a JSON object or a string) instead of a
+                   completion; a body with status 200 (or none) is a garbage answer
     retry_after    adds a Retry-After header (seconds); headers: any other response headers
     delay_s        wait this long before answering (to trigger client timeouts)
     repeat         serve this many requests with the step (default 1)
@@ -262,8 +263,8 @@ class ScriptedLLM:
                 headers = dict(spec.get("headers") or {})
                 if "retry_after" in spec:
                     headers["Retry-After"] = str(spec["retry_after"])
-                if "status" in spec and int(spec["status"]) != 200:
-                    status = int(spec["status"])
+                if ("status" in spec and int(spec["status"]) != 200) or "body" in spec:
+                    status = int(spec.get("status", 200))
                     body = spec.get("body")
                     if body is None:
                         phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "error"

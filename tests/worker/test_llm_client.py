@@ -350,3 +350,22 @@ def test_agent_detection_reads_the_heading_first():
     assert detect_agent("# Debug agent\nA Coder agent will apply your fix.") == "debug"
     assert detect_agent("You are the compiler agent.") == "compiler"
     assert detect_agent("You are helpful.") is None
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("<html><body>502 Bad Gateway (but sent as 200)</body></html>", "without any choices"),
+        ({"unexpected": "shape"}, "without any choices"),
+        ({"choices": [{"index": 0, "message": {"role": "assistant", "content": {"not": "text"}}}]}, "not text"),
+    ],
+    ids=["html", "json-without-choices", "content-not-text"],
+)
+def test_a_garbage_answer_fails_the_call_at_once_with_a_readable_reason(body, says):
+    delays: list[float] = []
+    with ScriptedLLM([{"body": body}]) as server:
+        client = make_client(server, delays)
+        with pytest.raises(LLMError) as caught:
+            client.chat(QUESTION)
+    assert says in str(caught.value) and not caught.value.retriable and caught.value.attempts == 1
+    assert delays == []  # garbage is not retried: the same endpoint would send it again

@@ -212,7 +212,7 @@ def run_harness(
 
 
 # The harness runs untrusted device code: cap its files (JSON + kernel printf) well below the default.
-HARNESS_LIMITS = sandbox.Limits(file_bytes=512 * 1024 * 1024, processes=4096)
+HARNESS_LIMITS = sandbox.Limits(file_bytes=512 * 1024 * 1024, processes=4096, isolate_network=True)
 
 
 def timing_of(entry: dict[str, Any]) -> TimingStats | None:

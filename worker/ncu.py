@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from worker import sandbox
+from worker.harness import HARNESS_LIMITS
 from worker.results import Bottleneck, Profile
 from worker.toolchain import Toolchain
 
@@ -410,7 +411,8 @@ def profile(
     log = ""
     for from_start in (False, True):
         argv = ncu_argv(toolchain.ncu, mode, kernel_regex, from_start) + list(program)
-        res = sandbox.run(argv, work_dir, timeout_s, name="ncu", output_cap=4 * 1024 * 1024)
+        # The profiled program is the candidate: it gets the harness's limits, network namespace included.
+        res = sandbox.run(argv, work_dir, timeout_s, name="ncu", output_cap=4 * 1024 * 1024, limits=HARNESS_LIMITS)
         log = res.output
         command = " ".join(argv)
         if res.timed_out:

@@ -43,7 +43,22 @@ _MiB = 1024 * 1024
 # Runs in the child: apply limits, then replace itself with the real program.
 _TRAMPOLINE = """
 import os, resource, sys, json
-for name, value in json.loads(sys.argv[1]).items():
+options = json.loads(sys.argv[1])
+if options.get("isolate_network"):
+    # A network namespace of its own with only a loopback (up, so local IPC between a profiler and its
+    # target still works): the candidate reaches neither the host's services nor the outside.
+    import ctypes, fcntl, socket, struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x40000000) == 0:  # CLONE_NEWNET
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # SIOCSIFFLAGS lo: UP LOOPBACK RUNNING
+                fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0x1 | 0x8 | 0x40))
+        except OSError as exc:
+            sys.stderr.write(f"sandbox: loopback stays down in the network namespace: {exc}\\n")
+    else:
+        sys.stderr.write("sandbox: no network namespace here (" + os.strerror(ctypes.get_errno())
+                         + "): the network stays reachable\\n")
+for name, value in options["rlimits"].items():
     if value is None:
         continue
     kind = getattr(resource, name)
@@ -71,6 +86,7 @@ class Limits:
     processes: int | None = None  # RLIMIT_NPROC counts all processes *and threads* of the user, so only
     #                               a loose cap makes sense; None leaves it alone.
     core_bytes: int = 0  # RLIMIT_CORE: no core dumps of untrusted code
+    isolate_network: bool = False  # a network namespace with only its own loopback (where the kernel allows)
     # No RLIMIT_AS on purpose: the CUDA driver reserves huge virtual address ranges (unified
     # addressing), and any address-space cap low enough to matter makes cuInit fail.
 
@@ -169,7 +185,8 @@ def run(
         "RLIMIT_FSIZE": limits.file_bytes,
         "RLIMIT_NPROC": limits.processes,
     }
-    full = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, json.dumps(rlimits), *[str(a) for a in argv]]
+    options = json.dumps({"rlimits": rlimits, "isolate_network": limits.isolate_network})
+    full = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, options, *[str(a) for a in argv]]
     start = time.monotonic()
     timed_out = False
     with open(out_path, "wb") as out, open(err_path, "wb") as err:

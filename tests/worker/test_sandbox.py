@@ -6,6 +6,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from worker import sandbox
 
 
@@ -136,3 +138,43 @@ def test_does_not_inherit_the_parents_open_files(tmp_path):
     finally:
         os.close(r)
         os.close(w)
+
+
+PROBE = textwrap.dedent("""
+    import socket, sys
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2).close()
+        print("host reachable")
+    except OSError as exc:
+        print(f"host unreachable: {exc}")
+    with socket.create_server(("127.0.0.1", 0)) as own:  # a loopback of its own still works
+        socket.create_connection(own.getsockname(), timeout=2).close()
+        print("own loopback ok")
+""")
+
+
+def _isolation_available() -> bool:
+    probe = sandbox.run([sys.executable, "-c", "print(1)"], Path("/tmp"), 10,
+                        limits=sandbox.Limits(isolate_network=True), name="netns-probe")
+    return "no network namespace" not in probe.stderr
+
+
+def test_an_isolated_child_reaches_no_host_service_but_keeps_its_own_loopback(tmp_path):
+    import socket
+
+    if not _isolation_available():
+        pytest.skip("this kernel or container refuses network namespaces (unshare CLONE_NEWNET)")
+    with socket.create_server(("127.0.0.1", 0)) as host_service:
+        port = str(host_service.getsockname()[1])
+        free = sandbox.run([sys.executable, "-c", PROBE, port], tmp_path / "a", 20)
+        caged = sandbox.run([sys.executable, "-c", PROBE, port], tmp_path / "b", 20,
+                            limits=sandbox.Limits(isolate_network=True))
+    assert free.ok and "host reachable" in free.stdout
+    assert caged.ok, caged.stderr
+    assert "host unreachable" in caged.stdout and "own loopback ok" in caged.stdout
+
+
+def test_candidates_run_with_the_network_cut():
+    from worker.harness import HARNESS_LIMITS
+
+    assert HARNESS_LIMITS.isolate_network

@@ -8,6 +8,7 @@ header comment which task it is for, "(vector_add FP32)", and what should happen
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 
@@ -134,3 +135,27 @@ def test_baseline_evaluation_is_cached_and_profiled(gpu_chain, options):
         assert first.profiles, first.notes
         assert {p.size_index for p in first.profiles} == set(range(len(spec.sizes)))
         assert all(p.bottleneck != Bottleneck.UNKNOWN and "Duration" in p.metrics for p in first.profiles)
+
+
+@pytest.mark.parametrize(("bad", "verdict"), [("infinite_loop.cu", Verdict.TIMEOUT),
+                                               ("oob_write_far.cu", Verdict.RUNTIME_ERROR)])
+def test_after_a_hung_or_context_poisoning_candidate_the_next_evaluation_is_served(bad, verdict, gpu_chain,
+                                                                                   options):
+    """Each evaluation is its own process: a killed hang or a poisoned CUDA context ends with it, the GPU lock
+    is released, and the next candidate on the same GPU is checked and timed as usual."""
+    path = next(p for p in CANDIDATE_FILES if p.name == bad)
+    quick = dataclasses.replace(options, check_timeout_s=20)
+    ev = evaluate(LIBRARY["vector_add"], "fp32", path.read_text(encoding="utf-8"), None, quick, chain=gpu_chain)
+    assert ev.verdict == verdict, ev.reason
+    good = next(p for p in CANDIDATE_FILES if p.name == "vector_add_fast.cu")
+    started = time.monotonic()
+    after = evaluate(LIBRARY["vector_add"], "fp32", good.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
+    assert after.verdict == Verdict.OK and all(s.correct for s in after.sizes), after.reason
+    assert time.monotonic() - started < 120  # no wait for a lock the failed run still held
+
+
+def test_a_candidate_turn_carries_its_sass_and_ptx_on_a_gpu_host(gpu_chain, options):
+    good = next(p for p in CANDIDATE_FILES if p.name == "vector_add_fast.cu")
+    ev = evaluate(LIBRARY["vector_add"], "fp32", good.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
+    assert ev.verdict == Verdict.OK
+    assert "Function : " in ev.compile.sass and ".entry" in ev.compile.ptx, ev.compile.assembly_note

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "apps.llm",
     "apps.runs",
     "apps.experiments",
+    "apps.fleet",
     "apps.api",
 ]
 
@@ -195,6 +196,10 @@ CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 300
 CELERY_TASK_DEFAULT_QUEUE = DEFAULT_QUEUE
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 KERNELWEB_GPU_QUEUE = env_str("GPU_QUEUE", GPU_QUEUE)
+# Worker registry (apps/fleet): each worker's main process stamps `last_seen` this often; a worker
+# silent for WORKER_DEAD_AFTER_BEATS intervals is dead. Web and workers must agree on both.
+WORKER_HEARTBEAT_SECONDS = env_float("WORKER_HEARTBEAT_SECONDS", 15.0, minimum=0.1)
+WORKER_DEAD_AFTER_BEATS = env_int("WORKER_DEAD_AFTER_BEATS", 3, minimum=2)
 
 # Secrets at rest (LLM endpoint API keys): Fernet keys, comma-separated, newest
 # first so keys can be rotated. Derived from SECRET_KEY when unset (development).

@@ -10,6 +10,7 @@ urlpatterns = [
     path("runs/", include("apps.runs.urls")),
     path("experiments/", include("apps.experiments.urls")),
     path("llm/endpoints/", include("apps.llm.urls")),
+    path("workers/", include("apps.fleet.urls")),
     path("", include("apps.runs.showcase_urls")),  # /showcase/... and /s/<key>/, public
     path("api/", include("apps.api.urls")),
     path("healthz", account_views.healthz, name="healthz"),

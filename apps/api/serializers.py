@@ -93,7 +93,7 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", "task", "task_slug", "owner", "is_public", "status", "config", "created_at", "started_at",
-                  "finished_at", "worker_host", "gpu_name", "error", "best_turn", "best_score", "tokens_in",
+                  "finished_at", "queue", "worker_host", "gpu_name", "error", "best_turn", "best_score", "tokens_in",
                   "tokens_out", "cost_usd", "wall_time_s", "gpu_time_s", "origin", "last_seq"]
 
 
@@ -120,6 +120,9 @@ class LaunchSerializer(serializers.Serializer):
     cost_budget_usd = serializers.DecimalField(required=False, allow_null=True, min_value=0, max_digits=10,
                                                decimal_places=4)
     is_public = serializers.BooleanField(required=False, default=False)
+    gpu = serializers.CharField(required=False, allow_blank=True, max_length=100,
+                                help_text="GPU target: a model (h100), its queue (gpu.h100), or empty for any GPU "
+                                          "worker. /api/workers/ lists the live ones.")
 
 
 class LaunchedSerializer(serializers.Serializer):

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from apps.api import experiment_views, views
+from apps.api import experiment_views, fleet_views, views
 
 app_name = "api"
 urlpatterns = [
@@ -25,6 +25,7 @@ urlpatterns = [
          name="experiment-rerun-failed"),
     path("experiments/<int:pk>/analyses/", experiment_views.ExperimentAnalyses.as_view(),
          name="experiment-analyses"),
+    path("workers/", fleet_views.WorkerList.as_view(), name="worker-list"),
     path("auth/token/", views.ObtainToken.as_view(), name="token"),
     # Public (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]): the schema describes shapes, never data.
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

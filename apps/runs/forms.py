@@ -1,6 +1,7 @@
 from django import forms
 
 from apps.catalog.selectors import tasks_enabled
+from apps.fleet.selectors import gpu_targets, target_queue
 from apps.llm.selectors import endpoints_for
 from apps.runs.models import ProfileMode
 from apps.runs.services import RunConfig
@@ -36,6 +37,10 @@ class LaunchForm(forms.Form):
     cost_budget_usd = forms.DecimalField(required=False, min_value=0, max_digits=10, decimal_places=4,
                                          label="Cost budget (USD)", help_text="Stop once this much is spent.")
     is_public = forms.BooleanField(required=False, label="Visible to every signed-in user")
+    # Any queue name is accepted (a worker may come later, and the run then waits with a clear status);
+    # the select offers the GPU models the registry knows.
+    gpu = forms.CharField(required=False, max_length=100, label="GPU", widget=forms.Select,
+                          help_text="Run on this GPU model (queue gpu.<model>), or any GPU worker.")
 
     MAX_TASKS = 100
 
@@ -43,6 +48,19 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["tasks"].queryset = tasks_enabled()
         self.fields["endpoint"].queryset = endpoints_for(user)
+        self.gpu_targets = gpu_targets()
+        self.fields["gpu"].widget.choices = [(t.value, t.label) for t in self.gpu_targets]
+
+    def gpu_warnings(self) -> list[str]:
+        """Shown above the submit button: targets whose runs would wait for a worker."""
+        return [f"{t.label.split(' · ')[0]}: no live worker consumes {t.queue}; runs sent there wait until one "
+                "starts (`make worker` on a GPU host)." for t in self.gpu_targets if not t.live]
+
+    def clean_gpu(self) -> str:
+        queue = target_queue(self.cleaned_data.get("gpu", ""))
+        if not queue:
+            raise forms.ValidationError("Name a GPU model (h100), its queue (gpu.h100), or leave empty for any GPU.")
+        return queue
 
     def task_groups(self) -> list[tuple[str, list[tuple[object, bool]]]]:
         """Enabled tasks by category for the picker, each with whether it is ticked."""
@@ -82,6 +100,7 @@ class LaunchForm(forms.Form):
             time_budget_s=data.get("time_budget_s"),
             token_budget=data.get("token_budget"),
             cost_budget_usd=float(data["cost_budget_usd"]) if data.get("cost_budget_usd") is not None else None,
+            queue=data.get("gpu") or "",
         )
 
 

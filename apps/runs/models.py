@@ -57,6 +57,8 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    queue = models.CharField(max_length=100, blank=True,
+                             help_text="Celery queue it was sent to: gpu (any GPU worker) or gpu.<model> (gpu.h100).")
     worker_host = models.CharField(max_length=200, blank=True)
     gpu_name = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)

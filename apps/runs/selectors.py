@@ -1,6 +1,7 @@
 """Reads for runs and their events. Every read that a user triggers goes through
 `runs_visible_to`, so ownership is enforced in one place."""
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from apps.runs.models import Profile, Run, RunEvent, Turn
@@ -31,3 +32,14 @@ def turns_visible_to(user) -> QuerySet[Turn]:
 
 def profiles_visible_to(user) -> QuerySet[Profile]:
     return Profile.objects.filter(turn__run__in=runs_visible_to(user))
+
+
+def run_queue_of(run_id: int) -> str:
+    """The queue a run's work goes to; runs from before GPU targeting (queue "") go to the default."""
+    queue = Run.objects.filter(pk=run_id).values_list("queue", flat=True).first()
+    return queue or settings.KERNELWEB_GPU_QUEUE
+
+
+def turn_queue_of(turn_id: int) -> str:
+    queue = Turn.objects.filter(pk=turn_id).values_list("run__queue", flat=True).first()
+    return queue or settings.KERNELWEB_GPU_QUEUE

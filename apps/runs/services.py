@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -29,10 +30,11 @@ class RunConfig:
     time_budget_s: int | None = None
     token_budget: int | None = None
     cost_budget_usd: float | None = None
+    queue: str = ""  # the GPU queue to send the run to, e.g. gpu.h100; "" = settings.KERNELWEB_GPU_QUEUE
 
 
 def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispatch: bool = True) -> Run:
-    """Create a queued run and hand it to a GPU worker once the row is committed."""
+    """Create a queued run and hand it to a GPU worker of its queue once the row is committed."""
     with transaction.atomic():
         run = Run.objects.create(
             owner=owner,
@@ -49,6 +51,7 @@ def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispa
             time_budget_s=config.time_budget_s,
             token_budget=config.token_budget,
             cost_budget_usd=config.cost_budget_usd,
+            queue=config.queue or settings.KERNELWEB_GPU_QUEUE,
         )
         event_append(run.pk, "run.queued", {"task": task.slug, "model": config.model})
         if dispatch:

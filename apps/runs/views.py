@@ -7,6 +7,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from apps.catalog.models import Task
+from apps.fleet.selectors import attach_wait_status, run_wait_status
 from apps.runs import viewer
 from apps.runs.filters import run_listing
 from apps.runs.forms import LaunchForm, ManualTurnForm
@@ -22,6 +23,7 @@ EVENTS_SHOWN = 200  # the rest is in the API (events since seq); the live stream
 @login_required
 def run_list(request):
     listing = run_listing(request.user, request.GET)
+    attach_wait_status(listing.page.object_list)
     # htmx swaps only the results; a history restore (HX-History-Restore-Request) needs the whole page.
     partial = request.headers.get("HX-Request") == "true" and "HX-History-Restore-Request" not in request.headers
     response = render(request, "runs/_run_results.html" if partial else "runs/run_list.html", {"listing": listing})
@@ -44,7 +46,7 @@ def _viewer_context(request, run: Run) -> dict:
     results = viewer.results_by_turn(run)
     charts = viewer.chart_data(items, results, param_order(run.task))
     return {"run": run, "summary": viewer.run_summary(run, items, results), "items": items, "charts": charts,
-            "is_owner": run.owner_id == request.user.pk}
+            "is_owner": run.owner_id == request.user.pk, "wait_status": run_wait_status(run)}
 
 
 def _panel_context(request, run: Run) -> dict:

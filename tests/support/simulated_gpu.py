@@ -10,15 +10,18 @@ pipeline and manual turns, and the LLM calls through the openai SDK to the scrip
 from __future__ import annotations
 
 import dataclasses
+import os
 
+from apps.fleet import heartbeat
 from apps.runs import execution, manual
 from tests.support.scripted_eval import ScriptedEvaluator
 from worker import toolchain
 from worker.gpu import GpuInfo
 from worker.pipeline import Pipeline
 
-SIMULATED = GpuInfo(index=0, name="Simulated GPU (tests)", uuid="GPU-simulated", compute_capability="9.0",
-                    memory_mib=81559, driver="simulated")
+# KW_SIMULATED_GPU names the model, so that fleet tests can run workers of different models on one host.
+SIMULATED = GpuInfo(index=0, name=os.environ.get("KW_SIMULATED_GPU", "Simulated GPU (tests)"), uuid="GPU-simulated",
+                    compute_capability="9.0", memory_mib=81559, driver="simulated")
 
 
 def _detect() -> toolchain.Toolchain:
@@ -37,6 +40,6 @@ def _evaluate(spec, precision, code, flags, options, chain=None):
 
 
 SimulatedToolchain = type("SimulatedToolchain", (), {"detect": staticmethod(_detect)})
-execution.toolchain = manual.toolchain = SimulatedToolchain
+execution.toolchain = manual.toolchain = heartbeat.toolchain = SimulatedToolchain
 execution.Pipeline = _SimulatedPipeline
 manual.evaluate = _evaluate

@@ -411,7 +411,8 @@ API_PATHS = {"/api/tasks/", "/api/tasks/{id}/", "/api/runs/", "/api/runs/{id}/",
              "/api/runs/{id}/turns/", "/api/runs/{id}/events/", "/api/turns/{id}/", "/api/profiles/",
              "/api/endpoints/", "/api/auth/token/", "/api/runs/{id}/share/", "/api/shares/{key}/",
              "/api/experiments/", "/api/experiments/{id}/", "/api/experiments/{id}/cancel/",
-             "/api/experiments/{id}/rerun-failed/", "/api/experiments/{id}/analyses/", "/api/experiments/compare/"}
+             "/api/experiments/{id}/rerun-failed/", "/api/experiments/{id}/analyses/", "/api/experiments/compare/",
+             "/api/workers/"}
 
 
 def test_the_schema_validates_without_warnings_and_lists_every_path(tmp_path):

@@ -114,6 +114,16 @@ else:
         }
     }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env_int("DB_CONN_MAX_AGE", 0, minimum=0))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+# The web server (ASGI) on PostgreSQL should use a connection pool: a new connection per query queued
+# 200 websocket handshakes past daphne's 5 s limit, and persistent connections leak one per request
+# thread under ASGI ("too many clients"; bench/load.py, docs/benchmarks.md). Off by default because a
+# pool must not cross a fork: set it for daphne only, never for the Celery prefork workers.
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 0, minimum=0)
+if DB_POOL_MAX_SIZE and DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses persistent connections with a pool
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": DB_POOL_MAX_SIZE,
+                                                              "timeout": 30}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -154,7 +164,13 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py's default 5 s socket timeout races channels_redis's 5 s BZPOPMIN and drops
             # idle websockets with "Timeout reading"; the socket timeout must outlast the blocking pop.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+            # Many sockets connecting or closing at once (a page of viewers, a redeploy) each take a pool
+            # connection for group_add/discard: redis-py's default cap of 100 raised MaxConnectionsError
+            # under bench/load.py. A busy run's burst must also fit a channel's queue (`capacity`); a
+            # message over it is dropped and the consumer backfills the gap from the database.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30,
+                                  "max_connections": env_int("CHANNELS_REDIS_MAX_CONNECTIONS", 2000, minimum=10)}],
+                       "capacity": env_int("CHANNELS_CAPACITY", 1000, minimum=100),
                        "prefix": env_str("CHANNELS_PREFIX", "kernelweb")},
         }
     }

@@ -84,3 +84,14 @@ def test_production_settings_pass_check_deploy(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_the_web_servers_pool_is_set_only_for_postgresql_and_without_persistent_connections(tmp_path):
+    show = ("shell", "-c", "from django.conf import settings; d = settings.DATABASES['default']; "
+            "print(d['CONN_MAX_AGE'], d.get('OPTIONS', {}).get('pool'))")
+    pooled = _django({"KERNELWEB_VAR_DIR": str(tmp_path), "DB_POOL_MAX_SIZE": "20", "DB_CONN_MAX_AGE": "60",
+                      "DATABASE_URL": "postgres://u:p@127.0.0.1:5432/x"}, *show)
+    assert pooled.returncode == 0, pooled.stderr
+    assert pooled.stdout.strip().splitlines()[-1] == "0 {'min_size': 1, 'max_size': 20, 'timeout': 30}"
+    sqlite = _django({"KERNELWEB_VAR_DIR": str(tmp_path), "DB_POOL_MAX_SIZE": "20"}, *show)
+    assert sqlite.stdout.strip().splitlines()[-1] == "0 None"

@@ -119,17 +119,23 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)
 
 
 def supervise(plans: Sequence[WorkerPlan], *, out: TextIO = sys.stdout, poll_s: float = 0.5) -> int:
-    """Start every planned worker in its own session, forward shutdown signals to each, return when
-    all have exited: 0 if all exited cleanly, else the first failing exit status."""
+    """Start every planned worker in its own session, pass shutdown signals on, return when all have
+    exited: 0 if all exited cleanly, else the first failing exit status.
+
+    The first SIGINT or SIGTERM becomes a SIGTERM for each worker: Celery's warm shutdown, which lets
+    running tasks finish (Celery exits 1 on SIGINT, 0 on SIGTERM). A second one, or SIGQUIT, becomes
+    SIGQUIT: the cold shutdown; late acks then hand the interrupted runs to another worker."""
     processes: list[tuple[WorkerPlan, subprocess.Popen]] = []
     stopping: list[int] = []
 
     def forward(signum, frame):
+        cold = signum == signal.SIGQUIT or bool(stopping)
         stopping.append(signum)
         for plan, process in processes:
             if process.poll() is None:
-                print(f"{signal.Signals(signum).name} → {plan.name} (pid {process.pid})", file=out, flush=True)
-                process.send_signal(signum)
+                print(f"{signal.Signals(signum).name}: {'cold' if cold else 'warm'} shutdown → {plan.name} "
+                      f"(pid {process.pid})", file=out, flush=True)
+                process.send_signal(signal.SIGQUIT if cold else signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:

@@ -11,7 +11,7 @@ REDIS_TEST_URL    ?= redis://127.0.0.1:6379/15
 # Where `make .cuda-libs/.ready` put cuBLAS/cuSPARSE when the toolkit lacks them (read by worker/build.py).
 export KW_CUDA_EXTRA := $(CURDIR)/.cuda-libs
 
-.PHONY: run install install-dev migrate test test-fast test-gpu lint format clean
+.PHONY: run worker install install-dev migrate test test-fast test-gpu lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ run: migrate static/dist/.built
 	@trap 'trap - INT TERM EXIT; kill 0' INT TERM EXIT; \
 	$(BIN)/celery -A kernelweb worker -Q $(QUEUES) --concurrency 1 --loglevel INFO & \
 	$(BIN)/daphne -b $(HOST) -p $(PORT) kernelweb.asgi:application
+
+# One Celery worker per GPU of this host, pinned and on its model's queue (gpu.h100,gpu); without a GPU,
+# one worker on `gpu`. Ctrl-C stops them; nothing is restarted (deploy/systemd/ does that in production).
+worker: install .cuda-libs/.ready
+	$(BIN)/python manage.py gpu_workers
 
 lint: install-dev
 	$(BIN)/ruff check .

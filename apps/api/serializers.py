@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from apps.api.filters import RUN_ORDERINGS
 from apps.catalog.models import Precision, Task
+from apps.fleet.selectors import queue_states, run_queue, wait_reason
 from apps.llm.models import LLMEndpoint
 from apps.runs.forms import LaunchForm
 from apps.runs.models import AgentCall, Profile, ProfileMode, Run, RunStatus, Turn
@@ -89,12 +90,22 @@ class RunSerializer(serializers.ModelSerializer):
     config = RunConfigSerializer(source="*", read_only=True)
     best_turn = serializers.PrimaryKeyRelatedField(source="best_turn_id", read_only=True)
     last_seq = serializers.IntegerField(source="last_event_seq", read_only=True)
+    waiting = serializers.SerializerMethodField(
+        help_text='Why a queued run is not being picked up, e.g. "waiting: no live worker for queue gpu.h100 '
+                  '(last seen 3 minutes ago: gpu0@host)"; empty otherwise.')
 
     class Meta:
         model = Run
         fields = ["id", "task", "task_slug", "owner", "is_public", "status", "config", "created_at", "started_at",
                   "finished_at", "queue", "worker_host", "gpu_name", "error", "best_turn", "best_score", "tokens_in",
-                  "tokens_out", "cost_usd", "wall_time_s", "gpu_time_s", "origin", "last_seq"]
+                  "tokens_out", "cost_usd", "wall_time_s", "gpu_time_s", "origin", "last_seq", "waiting"]
+
+    def get_waiting(self, run: Run) -> str:
+        if run.status != RunStatus.QUEUED:
+            return ""
+        if "queue_states" not in self.context:  # once per response, shared by a list's runs
+            self.context["queue_states"] = queue_states()
+        return wait_reason(run_queue(run), self.context["queue_states"])
 
 
 class LaunchSerializer(serializers.Serializer):

@@ -268,3 +268,19 @@ def test_launching_through_the_api_takes_a_gpu_model(user, task, monkeypatch):
     response = api.post("/api/runs/", {"tasks": [task.pk], "model": "m"}, format="json")
     assert response.json()["runs"][0]["queue"] == "gpu"
     assert RunStatus.QUEUED == Run.objects.get(queue="gpu").status
+
+
+def test_the_runs_api_says_why_a_queued_run_waits_with_one_query_for_the_whole_list(
+        user, task, django_assert_max_num_queries):
+    waiting = [launch(user, task, "gpu.h100") for _ in range(3)]
+    served = launch(user, task, "gpu")
+    register("gpu0@a", queues=("gpu",), gpu_name="NVIDIA L4")
+    api = APIClient()
+    api.force_authenticate(user)
+    with django_assert_max_num_queries(4):  # count, page, workers; the user is forced
+        body = api.get("/api/runs/").json()
+    by_id = {run["id"]: run["waiting"] for run in body["results"]}
+    assert {by_id[run.pk] for run in waiting} == {
+        "waiting: no live worker for queue gpu.h100 (no worker has consumed it yet)"}
+    assert by_id[served.pk] == ""
+    assert api.get(f"/api/runs/{served.pk}/").json()["waiting"] == ""

@@ -96,6 +96,7 @@ class ExperimentLaunchSerializer(LaunchSerializer):
                                   help_text="Optional: only these task ids.")
     seeds = serializers.IntegerField(min_value=1, max_value=MAX_SEEDS, default=1,
                                      help_text=f"Runs per task; tasks × seeds at most {MAX_RUNS}.")
+    gpu = None  # as ExperimentLaunchForm: experiments have no GPU target yet
 
 
 class RerunSerializer(serializers.Serializer):

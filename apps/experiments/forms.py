@@ -21,6 +21,7 @@ class ExperimentLaunchForm(LaunchForm):
                                   help_text="Only this precision.")
     seeds = forms.IntegerField(min_value=1, max_value=MAX_SEEDS, initial=1,
                                help_text="Runs per task, seed k getting seed + k.")
+    gpu = None  # no GPU target for experiments yet: an Experiment stores no queue, its runs go to GPU_QUEUE
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

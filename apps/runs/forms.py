@@ -48,8 +48,9 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["tasks"].queryset = tasks_enabled()
         self.fields["endpoint"].queryset = endpoints_for(user)
-        self.gpu_targets = gpu_targets()
-        self.fields["gpu"].widget.choices = [(t.value, t.label) for t in self.gpu_targets]
+        self.gpu_targets = gpu_targets() if "gpu" in self.fields else []  # a subclass may drop the field
+        if self.gpu_targets:
+            self.fields["gpu"].widget.choices = [(t.value, t.label) for t in self.gpu_targets]
 
     def gpu_warnings(self) -> list[str]:
         """Shown above the submit button: targets whose runs would wait for a worker."""

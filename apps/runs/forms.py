@@ -55,7 +55,7 @@ class LaunchForm(forms.Form):
     def gpu_warnings(self) -> list[str]:
         """Shown above the submit button: targets whose runs would wait for a worker."""
         return [f"{t.label.split(' · ')[0]}: no live worker consumes {t.queue}; runs sent there wait until one "
-                "starts (`make worker` on a GPU host)." for t in self.gpu_targets if not t.live]
+                "starts (make worker on a GPU host)." for t in self.gpu_targets if not t.live]
 
     def clean_gpu(self) -> str:
         queue = target_queue(self.cleaned_data.get("gpu", ""))

@@ -56,6 +56,11 @@ class EvalOptions:
     timing_cache: str | None = None  # None: KW_TIMING_CACHE or ~/.cache/kernelweb/baseline-times
     lock_dir: str | None = None
     keep_work_dir: bool = False
+    # KernelBench (pytorch) tasks: where the modules run ("cpu" only in tests of the protocol on a
+    # machine without a GPU), correctness trials, and whether torch.compile is timed as the expert reference.
+    torch_device: str = "cuda"
+    torch_trials: int = 5
+    torch_compile: bool = False
 
 
 def _quiet(_: str) -> None:
@@ -382,6 +387,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         sizes=scored.sizes,
         score=scored.score,
         geomean_speedup=scored.geomean,
+        expert_speedup=scored.expert,
         flags=scored.flags,
         notes=tuple(notes),
         compile=compiled,

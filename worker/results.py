@@ -127,6 +127,10 @@ class SizeResult(_Serializable):
     speedup: float | None = None  # mean-based, the paper's convention; used for P
     speedup_median: float | None = None
     flags: tuple[str, ...] = ()
+    # An expert reference timed beside the candidate where the backend has one (torch.compile for a
+    # KernelBench task, the harness's "Ref time" for a task.yaml task): expert-relative speed t_ref / t_cand.
+    reference: TimingStats | None = None
+    reference_speedup: float | None = None
 
     @property
     def label(self) -> str:
@@ -135,7 +139,7 @@ class SizeResult(_Serializable):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SizeResult:
         d = dict(d)
-        for key in ("baseline", "candidate"):
+        for key in ("baseline", "candidate", "reference"):
             if d.get(key) is not None:
                 d[key] = TimingStats.from_dict(d[key])
         d["flags"] = tuple(d.get("flags", ()))
@@ -188,6 +192,7 @@ class Evaluation(_Serializable):
     sizes: tuple[SizeResult, ...] = ()
     score: float | None = None  # P, paper eq. 2 (mean-based speedups)
     geomean_speedup: float | None = None
+    expert_speedup: float | None = None  # geometric mean of t_ref / t_cand over sizes, where a reference was timed
     flags: tuple[str, ...] = ()  # review flags: 'speedup>10x at N=..', 'CV>5% at ..'
     notes: tuple[str, ...] = ()  # e.g. why the Compiler agent's flags were replaced
     static_violations: tuple[str, ...] = ()

@@ -17,6 +17,7 @@ class Score:
     geomean: float | None
     flags: tuple[str, ...]
     sizes: tuple[SizeResult, ...]  # with speedups and per-size flags filled in
+    expert: float | None = None  # geometric mean of t_ref / t_cand over the sizes with a reference time
 
 
 def weighted_score(complexities: list[float], speedups: list[float]) -> float:
@@ -49,7 +50,9 @@ def score_sizes(sizes: list[SizeResult] | tuple[SizeResult, ...]) -> Score:
     flags: list[str] = []
     for size in sizes:
         size_flags = list(size.flags)
-        s_mean = s_median = None
+        s_mean = s_median = s_ref = None
+        if size.reference is not None and size.candidate is not None and size.candidate.mean_ms > 0:
+            s_ref = size.reference.mean_ms / size.candidate.mean_ms
         if size.baseline is not None and size.candidate is not None:
             if size.candidate.mean_ms > 0 and size.candidate.median_ms > 0:
                 s_mean, s_median = speedups(size.baseline, size.candidate)
@@ -57,16 +60,19 @@ def score_sizes(sizes: list[SizeResult] | tuple[SizeResult, ...]) -> Score:
                     size_flags.append(f"speedup>{SPEEDUP_REVIEW:g}x at {size.label} ({s_mean:.1f}x)")
             else:
                 size_flags.append(f"zero candidate time at {size.label}")
-        for who, stats in (("baseline", size.baseline), ("candidate", size.candidate)):
+        for who, stats in (("baseline", size.baseline), ("candidate", size.candidate), ("reference", size.reference)):
             if stats is not None and stats.cv > CV_REVIEW:
                 size_flags.append(f"CV>{CV_REVIEW:.0%} at {size.label} ({who} {stats.cv:.1%})")
         flags.extend(f for f in size_flags if f not in size.flags)
         scored.append(
-            replace(size, speedup=s_mean, speedup_median=s_median, flags=tuple(dict.fromkeys(size_flags)))
+            replace(size, speedup=s_mean, speedup_median=s_median, reference_speedup=s_ref,
+                    flags=tuple(dict.fromkeys(size_flags)))
         )
+    refs = [s.reference_speedup for s in scored if s.reference_speedup is not None and s.reference_speedup > 0]
+    expert = geometric_mean(refs) if refs else None
     timed = [s for s in scored if s.speedup is not None]
     if not timed or len(timed) != len(scored):
-        return Score(None, None, tuple(flags), tuple(scored))
+        return Score(None, None, tuple(flags), tuple(scored), expert)
     p = weighted_score([s.complexity for s in timed], [s.speedup for s in timed])
     geo = geometric_mean([s.speedup for s in timed])
-    return Score(p, geo, tuple(flags), tuple(scored))
+    return Score(p, geo, tuple(flags), tuple(scored), expert)

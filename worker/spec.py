@@ -12,6 +12,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 PRECISIONS = ("fp32", "bf16")
 CATEGORIES = (
@@ -29,7 +30,13 @@ CATEGORIES = (
     "signal",
     "integration",
     "memory",
+    # the other task formats' workloads: fused operator sequences (KernelBench level 2), whole model
+    # architectures (level 3), anything else (a task.yaml task without a matching category)
+    "fusion",
+    "architecture",
+    "other",
 )
+BACKENDS = ("cuda", "pytorch", "make")  # MSKernelBench C/CUDA, KernelBench PyTorch modules, task.yaml + make
 DEFAULT_TOLERANCE = {"fp32": (1e-4, 1e-4), "bf16": (1e-2, 1e-2)}
 DISTRIBUTIONS = re.compile(
     r"^(uniform\(\s*-?[\d.e+-]+\s*,\s*-?[\d.e+-]+\s*\)|normal\(\s*-?[\d.e+-]+\s*,\s*[\d.e+-]+\s*\)"
@@ -101,6 +108,12 @@ class LibraryReference:
 
 @dataclass(frozen=True)
 class TaskSpec:
+    """A C/CUDA task (backend "cuda"). The other backends' specs (worker.kernelbench.PyTorchTaskSpec,
+    worker.taskyaml.MakeTaskSpec) offer the same members the pipeline, the prompts and the web app use:
+    backend, name, title, suite, category, description, provenance, path, directory, precisions, sizes,
+    complexity, complexity_of(), tolerance(), baseline_source(), source_files()."""
+
+    backend: ClassVar[str] = "cuda"
     name: str
     title: str
     suite: str
@@ -122,6 +135,14 @@ class TaskSpec:
     @property
     def directory(self) -> Path:
         return Path(self.path).parent
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(self.interfaces)
+
+    def source_files(self, precision: str) -> tuple[Path, ...]:
+        """The files whose content defines the task at this precision (hashed to notice changes)."""
+        return (Path(self.path), self.baseline_source(precision), self.harness_source())
 
     def reference_source(self, precision: str) -> Path | None:
         if self.reference is None or precision not in self.reference.sources:

@@ -298,3 +298,89 @@ def extract_command(text: str | None) -> CommandExtraction:
         if re.match(r"^(?:\S*/)?nvcc\s", span.strip()):
             return CommandExtraction(" ".join(span.split()), "an inline `nvcc ...` code span in the prose")
     return CommandExtraction(None, "the answer has no nvcc command (no line starting with nvcc)")
+
+
+# ---------------------------------------------------------------- the other task formats
+
+PY_LANGS = frozenset({"python", "py", "python3", "py3"})
+
+
+def _is_python(block: Block) -> bool:
+    return block.lang in PY_LANGS or block.lang.endswith(".py") or (
+        block.lang == "" and re.search(r"^\s*(import |from \S+ import |class |def )", block.code, re.M) is not None)
+
+
+def _defines_class(code: str, class_name: str) -> bool:
+    return re.search(rf"^class\s+{re.escape(class_name)}\s*[(:]", code, re.M) is not None
+
+
+def extract_python_module(
+    text: str | None, class_name: str = "ModelNew", finish_reason: str | None = None
+) -> Extraction:
+    """The Coder's Python file for a KernelBench task (a module defining `class ModelNew`): the last fenced
+    block that defines the class, else the largest Python block, else an unfenced answer that defines it.
+    Truncated answers are refused like C code; syntax is left to the static checks, which name the line."""
+    if text is None or not text.strip():
+        return Extraction(None, "the model's answer was empty")
+    text = _clean(text)
+    wanted = f"class {class_name}"
+    blocks = fenced_blocks(text)
+    if not blocks:
+        if finish_reason == "length":
+            return Extraction(None, "the model's answer was cut off (max tokens) in unfenced code")
+        if not _defines_class(text, class_name):
+            return Extraction(None, f"the answer has no code block and does not define {wanted}")
+        lines = text.strip("\n").split("\n")
+        first = re.compile(r"^(import |from |class |def |[A-Za-z_]\w* =)")
+        start = next(i for i, line in enumerate(lines) if first.match(line))
+        return Extraction("\n".join(lines[start:]).strip("\n"), "no fenced block: took the answer's code", True)
+    n = len(blocks)
+    defining = [b for b in blocks if _defines_class(b.code, class_name)]
+    if defining:
+        chosen = defining[-1]
+        several = f" (the last of {len(defining)} that do)" if len(defining) > 1 else ""
+        reason = f"block {chosen.number} of {n} defines {wanted}{several}"
+    else:
+        python = [b for b in blocks if _is_python(b)]
+        if not python:
+            if not blocks[-1].closed and finish_reason == "length":
+                return Extraction(None, _CUT_OFF)
+            return Extraction(None, f"the answer has {n} code block(s) but none holds Python code defining {wanted}")
+        chosen = max(python, key=lambda b: len(b.code))
+        reason = f"no block defines {wanted}; took the largest Python block ({chosen.number} of {n})"
+    if not chosen.closed:
+        return Extraction(None, _CUT_OFF if finish_reason == "length" else
+                          "the code block is never closed: the answer ends inside it (truncated?)")
+    if not chosen.code.strip():
+        return Extraction(None, "the code block is empty")
+    return Extraction(chosen.code, reason, bool(defining))
+
+
+def extract_source_file(text: str | None, file_name: str, finish_reason: str | None = None) -> Extraction:
+    """The Coder's replacement for a task.yaml task's solution file (C/C++/CUDA): the last fenced C-like
+    block (a block tagged with the file's name wins), else the unfenced answer if it looks like C/CUDA."""
+    if text is None or not text.strip():
+        return Extraction(None, "the model's answer was empty")
+    text = _clean(text)
+    blocks = fenced_blocks(text)
+    if not blocks:
+        if finish_reason == "length":
+            return Extraction(None, "the model's answer was cut off (max tokens) in unfenced code")
+        if not (looks_like_cuda(text) or "#include" in text):
+            return Extraction(None, f"the answer has no code block and no C/CUDA code for {file_name}")
+        code, _ = _trim_prose(text)
+        problem = _check_complete(code, True, finish_reason)
+        if problem:
+            return Extraction(None, problem)
+        return Extraction(code, "no fenced block: took the answer's code", True)
+    named = [b for b in blocks if file_name.lower() in b.lang]
+    c_like = named or [b for b in blocks if _is_c_like(b)]
+    if not c_like:
+        return Extraction(None, f"the answer has {len(blocks)} code block(s), none with C/CUDA code for {file_name}")
+    chosen = c_like[-1]
+    if not chosen.code.strip():
+        return Extraction(None, "the code block is empty")
+    problem = _check_complete(chosen.code, chosen.closed, finish_reason)
+    if problem:
+        return Extraction(None, problem)
+    return Extraction(chosen.code, f"block {chosen.number} of {len(blocks)}: the last C/CUDA block", True)

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from worker import prompts
-from worker.evaluate import EvalOptions, evaluate, evaluate_baseline
-from worker.extract import extract_code, extract_command
+from worker.evaluate import EvalOptions
+from worker.extract import Extraction, extract_code, extract_command, extract_python_module, extract_source_file
 from worker.flags import default_flags
 from worker.llm import ChatClient, LLMError
 from worker.results import Evaluation, Verdict
+from worker.runner import evaluate, evaluate_baseline
 from worker.spec import TaskSpec
 
 ROLES = ("planner", "coder", "compiler", "debug")
@@ -307,10 +308,13 @@ class Pipeline:
             task=self.spec, precision=self.precision, hardware=self.hardware, code=code,
             instructions=instructions, fix=fix))
         llm_s = answer.latency_s
-        iface = self.spec.interfaces[self.precision]
-        extraction = extract_code(answer.text, iface.entry, answer.finish_reason)
+        extraction = self._extract(answer.text, answer.finish_reason)
         if not extraction.ok:
             return None, extraction.reason, llm_s
+        if self.spec.backend != "cuda":
+            # The build is the task's own (load_inline, or task.yaml's build command): nothing for the
+            # Compiler agent to choose.
+            return extraction.code, "", llm_s
         command = "nvcc " + " ".join(default_flags(self.arch))
         if self.config.use_compiler_agent:
             reply = self._call(key, "compiler", prompts.compiler_messages(
@@ -321,6 +325,14 @@ class Pipeline:
             if proposed.command:
                 command = proposed.command
         return extraction.code, command, llm_s
+
+    def _extract(self, text: str, finish_reason: str | None) -> Extraction:
+        """The candidate file out of the Coder's answer, in the task's format."""
+        if self.spec.backend == "pytorch":
+            return extract_python_module(text, "ModelNew", finish_reason)
+        if self.spec.backend == "make":
+            return extract_source_file(text, self.spec.runner.solution_file, finish_reason)
+        return extract_code(text, self.spec.interfaces[self.precision].entry, finish_reason)
 
     def _attempt(self, key, kind, parent, scheme, base_code, fix) -> TurnRecord:
         code, command_or_reason, llm_s = self._write_code(key, scheme, base_code, fix)

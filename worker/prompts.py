@@ -23,6 +23,7 @@ SEPARATOR = "====="
 LOG_LIMIT = 12_000  # characters of a log or source shown to an agent; the head matters most
 DTYPES = {"fp32": "FP32 (`float`)", "bf16": "BF16 (`__nv_bfloat16` from <cuda_bf16.h>)"}
 LIBRARY_NAMES = "cuBLAS, cuDNN, cuSPARSE, cuFFT, cuRAND, CUB, Thrust or CUTLASS"
+TORCH_TRIALS = 5  # KernelBench's correctness trials (worker.evaluate.EvalOptions.torch_trials)
 
 _KIB, _MIB = 1024, 1024 * 1024
 
@@ -209,6 +210,10 @@ def entry_signature(task: TaskSpec, precision: str) -> str:
 
 def describe_task(task: TaskSpec, precision: str) -> str:
     """Title, math, interface, outputs, data type, sizes with their complexity, and the tolerance."""
+    if task.backend == "pytorch":
+        return _describe_pytorch(task, precision)
+    if task.backend == "make":
+        return _describe_make(task, precision)
     iface = task.interfaces[precision]
     tol = task.tolerance(precision)
     sizes = "\n".join(
@@ -232,11 +237,77 @@ def describe_task(task: TaskSpec, precision: str) -> str:
     return "\n\n".join(parts)
 
 
-def _code_block(code: str) -> str:
-    return f"```cuda\n{code.strip()}\n```"
+def _describe_pytorch(task: Any, precision: str) -> str:
+    """A KernelBench task: the reference module's source is the specification."""
+    tol = task.tolerance(precision)
+    dtype = "torch.float32" if precision == "fp32" else "torch.bfloat16 (float inputs and the module's parameters cast)"
+    constants = format_size(task.sizes[0]) if task.sizes and task.sizes[0] else "as get_inputs() builds them"
+    model = task.baseline_source(precision).read_text(encoding="utf-8")
+    parts = [
+        f"Task: {task.title} (KernelBench `{task.name}`, {precision.upper()})",
+        task.description.strip(),
+        "Reference PyTorch module (`Model`); `get_init_inputs()` gives the constructor's arguments and "
+        f"`get_inputs()` the forward's inputs:\n```python\n{clip(model.strip(), 2 * LOG_LIMIT)}\n```",
+        f"Problem size: {constants}",
+        f"Data type: {dtype}",
+        f"Correctness: {TORCH_TRIALS} trials on fresh random inputs; each output must have the reference's shape "
+        f"and satisfy |got - expected| <= atol + rtol * |expected| with atol = {tol.atol:g}, rtol = {tol.rtol:g} "
+        "(NaN never passes); the inputs must be left unchanged.",
+        "Score: the time of `Model.forward` in eager PyTorch divided by the time of `ModelNew.forward` (CUDA "
+        "events, the whole device synchronized, L2 flushed before each call).",
+    ]
+    return "\n\n".join(parts)
+
+
+def _describe_make(task: Any, precision: str) -> str:
+    """A task.yaml task: the harness, its commands and its scoring, as the CUDAHercules prompt gives them."""
+    tol = task.tolerance(precision)
+    success = task.execute.success
+    checks = [f"exit code {success.exit_code}"] if success.exit_code is not None else []
+    checks += [f"output matching /{success.stdout_regex}/"] if success.stdout_regex else []
+    parts = [
+        f"Task: {task.title} (`{task.name}`{', ' + task.domain if task.domain else ''})",
+        f"Target GPU: {('sm_' + str(task.hardware.min_sm) + ' or newer') if task.hardware.min_sm else 'any'}",
+        f"Source file to replace: {task.runner.solution_file}",
+        task.description.strip(),
+        f"Build and run: the system copies the task into a fresh folder, writes your file, runs `{task.build.cmd}` "
+        f"and then `{task.execute.cmd}`; a valid run has {' and '.join(checks) or 'exit code 0'}.",
+        f"Correctness: checked by the task's own harness against an expert implementation (atol = {tol.atol:g}, "
+        f"rtol = {tol.rtol:g}).",
+    ]
+    if task.performance.enabled:
+        parts.append("Score: the harness reports your kernel's time and an expert reference's time per test case; "
+                     "the score is the original file's time divided by yours, and expert-relative speed the "
+                     "reference's time divided by yours. Invalid or non-compiling files get no credit.")
+    return "\n\n".join(p for p in parts if p)
+
+
+def code_language(task: Any) -> str:
+    """The fence tag of the task's code (and the viewer's lexer): Python for KernelBench, else CUDA."""
+    return "python" if task.backend == "pytorch" else "cuda"
+
+
+def _code_block(code: str, language: str = "cuda") -> str:
+    return f"```{language}\n{code.strip()}\n```"
 
 
 def _library_rule(task: TaskSpec) -> str:
+    if task.backend == "pytorch":
+        if task.forbid_torch_compute:
+            return ("The work runs in your own CUDA kernels: ModelNew.forward may not call PyTorch compute "
+                    "operations (torch.*, torch.nn.functional, tensor math methods, the @ operator) or nn layers; "
+                    "allocating outputs and reshaping views is fine.")
+        return ("Your own CUDA kernels must do the work you optimize; PyTorch operations may stay for the parts "
+                "you do not replace (fusing several operations into one kernel is the usual lever).")
+    if task.backend == "make":
+        rules = [f"Do not call {LIBRARY_NAMES} or any library that does the task's work; write the kernels."]
+        blocked = task.anti_cheat.blocked_patterns
+        required = task.anti_cheat.required_patterns
+        if blocked:
+            rules.append("The file must not match: " + ", ".join(f"`{p}`" for p in blocked) + ".")
+        if required:
+            rules.append("The file must match: " + ", ".join(f"`{p}`" for p in required) + ".")
+        return " ".join(rules)
     allowed = ", ".join(task.allowed_libraries)
     if allowed:
         return f"No library kernels except {allowed}, which this task allows; none of the other NVIDIA libraries."
@@ -252,7 +323,7 @@ def _messages(system: str, user: str) -> Messages:
 PLANNER_SYSTEM = Template("""\
 # Planner agent
 
-You are the Planner of a small team that makes one CUDA operator faster, one step per round. You \
+You are the Planner of a small team that makes $subject faster, one step per round. You \
 decide what to change next. A Coder agent turns your plan into code; the system then compiles it, \
 checks it against the original at every test size, times it and profiles it with Nsight Compute.
 
@@ -284,7 +355,7 @@ synchronizations, less redundant work. Make sure shared-memory schemes hold for 
 sizes, not only small ones.
 - Results must stay within the tolerance; never buy speed with accuracy beyond it.
 - $library_rule
-- The optimized operator is reached through one `extern "C"` wrapper with the original parameters.
+- $structure
 
 ## Your answer
 A short plan in prose: the bottleneck you see, the one change to make, how to make it (launch \
@@ -307,6 +378,19 @@ $profile
 ## Previous plan
 $previous
 """)
+
+
+# What is optimized, and the shape the result must keep, per task backend.
+_PLANNER_FRAME = {
+    "cuda": ("one CUDA operator",
+             'The optimized operator is reached through one `extern "C"` wrapper with the original parameters.'),
+    "pytorch": ("one PyTorch module (by replacing its work with custom CUDA kernels)",
+                "The result is a Python module defining `class ModelNew(nn.Module)` with Model's constructor and "
+                "forward signature; its kernels are compiled with torch.utils.cpp_extension.load_inline."),
+    "make": ("one CUDA source file of a benchmark task",
+             "The result is the complete replacement of the task's source file, keeping the interface its "
+             "harness calls."),
+}
 
 
 def planner_messages(
@@ -333,10 +417,12 @@ def planner_messages(
     else:
         previous = f"The previous plan worked and is part of the code above:\n\n{previous_plan.strip()}"
     profile = format_profiles(profiles) if profiles else "No profile this round (profiling is off)."
-    system = PLANNER_SYSTEM.substitute(hardware=hardware.describe(), library_rule=_library_rule(task))
+    subject, structure = _PLANNER_FRAME.get(task.backend, _PLANNER_FRAME["cuda"])
+    system = PLANNER_SYSTEM.substitute(hardware=hardware.describe(), library_rule=_library_rule(task),
+                                       subject=subject, structure=structure)
     user = PLANNER_USER.substitute(
         task=describe_task(task, precision),
-        code=_code_block(clip(code, 3 * LOG_LIMIT)),
+        code=_code_block(clip(code, 3 * LOG_LIMIT), code_language(task)),
         results=format_results(results) or "No results yet.",
         profile=profile,
         previous=previous,
@@ -382,6 +468,59 @@ vectorized loads and stores.
 The complete source file in one ```cuda code block. A sentence or two before it is fine; nothing after it.
 """)
 
+CODER_SYSTEM_PYTORCH = Template("""\
+# Coder agent
+
+You are the Coder of a team that speeds up a PyTorch module with custom CUDA kernels. You get the \
+current Python source and either an optimization plan or a diagnosed bug, and you return the rewritten \
+file. The strategy is decided elsewhere: implement what you are given, completely and correctly.
+
+## Target GPU
+$hardware
+
+## Rules for the file (breaking one gets the file rejected before it runs)
+1. Define `class ModelNew(nn.Module)` whose `__init__` takes the same arguments as `Model` (both are \
+built from `get_init_inputs()` under the same random seed, so create any parameters in the same order \
+and with the same shapes as Model, for example by keeping Model's nn layers to hold the weights) and \
+whose `forward` takes the same inputs and returns outputs of the same shapes and dtype.
+2. Compile your kernels with `torch.utils.cpp_extension.load_inline` (cuda_sources with the kernels and \
+a host function, cpp_sources with its declaration, functions=[...]) at module level, and call them in \
+`forward`.
+3. $library_rule
+4. No try/except (no fallback to PyTorch), no extra CUDA streams or threads, no timing code, no \
+monkey-patching, no file, process or environment access, no imports beyond torch and the standard \
+math helpers.
+5. Launch on the current stream (`at::cuda::getCurrentCUDAStream()`), make inputs contiguous, use the \
+right element type (`float`, or `at::BFloat16` / `__nv_bfloat16` for bf16), write every output element \
+and never modify the inputs. Guard every bound.
+
+## Your answer
+The complete Python file in one ```python code block. A sentence or two before it is fine; nothing after it.
+""")
+
+CODER_SYSTEM_MAKE = Template("""\
+# Coder agent
+
+You are the Coder of a team that optimizes the CUDA source file of a benchmark task. You get the \
+current file and either an optimization plan or a diagnosed bug, and you return the rewritten file. \
+The strategy is decided elsewhere: implement what you are given, completely and correctly.
+
+## Target GPU
+$hardware
+
+## Rules for the file
+1. Return the complete contents of `$solution_file`: it replaces the task's file and is built by the \
+task's own build command with its harness, unchanged otherwise.
+2. Keep every function, type and signature the harness uses, exactly as in the current file.
+3. $library_rule
+4. Do not hard-code outputs, inspect or alter the timing, bypass the harness, or depend on fixed \
+pointer values: the solution must be general for every problem size the harness tests.
+5. Include every header you use; guard every bound.
+
+## Your answer
+The complete file in one ```cuda code block. A sentence or two before it is fine; nothing after it.
+""")
+
 CODER_USER = Template("""\
 ## Operator
 $task
@@ -404,6 +543,18 @@ def coder_messages(
     fix: bool = False,
 ) -> Messages:
     """`instructions` is the Planner's plan, or (fix=True) the Debug agent's diagnosis of `code`."""
+    heading = "Fix to apply (the code above fails)" if fix else "Optimization plan to implement"
+    if task.backend != "cuda":
+        template = CODER_SYSTEM_PYTORCH if task.backend == "pytorch" else CODER_SYSTEM_MAKE
+        system = template.substitute(
+            hardware=hardware.describe(), library_rule=_library_rule(task),
+            solution_file=task.runner.solution_file if task.backend == "make" else "",
+        )
+        user = CODER_USER.substitute(
+            task=describe_task(task, precision), code=_code_block(clip(code, 3 * LOG_LIMIT), code_language(task)),
+            heading=heading, instructions=instructions.strip(),
+        )
+        return _messages(system, user)
     iface = task.interfaces[precision]
     blocked = ""
     if task.blocked_symbols:
@@ -415,7 +566,6 @@ def coder_messages(
         library_rule=_library_rule(task),
         blocked=blocked,
     )
-    heading = "Fix to apply (the code above fails)" if fix else "Optimization plan to implement"
     user = CODER_USER.substitute(
         task=describe_task(task, precision),
         code=_code_block(clip(code, 3 * LOG_LIMIT)),
@@ -512,9 +662,8 @@ DEBUG_EVIDENCE: dict[str, tuple[str, str]] = {
 DEBUG_SYSTEM = Template("""\
 # Debug agent
 
-You are the Debug agent of a team that optimizes a CUDA operator. The optimized entry point \
-`${optimized_entry}`, together with the kernels it launches, fails; everything else in the test \
-setup (the original operator and the harness) is known to be correct. Find the root cause from the evidence \
+You are the Debug agent of a team that optimizes $subject. $failing \
+fails; everything else in the test setup ($trusted) is known to be correct. Find the root cause from the evidence \
 and describe how to fix it. A Coder agent will apply your fix.
 
 ## Target GPU
@@ -525,9 +674,7 @@ $hardware
 - Explain the root cause in a few sentences, pointing at the exact kernel, line or expression.
 - Describe the fix precisely (what to change and to what), in prose. Keep the optimization's intent \
 unless it is the cause; do not propose unrelated rewrites.
-- The fix must respect the structure rules: kernels named `*_kernel_optimized`, one \
-`extern "C" void ${optimized_entry}(...)` wrapper with the original parameters, ending with \
-`cudaDeviceSynchronize()`.
+- The fix must respect the structure rules: $structure_rule
 
 ## Your answer
 The diagnosis and the fix in prose. No code blocks.
@@ -560,11 +707,26 @@ def debug_messages(
     the compile log, the memcheck log, the first-mismatch dict (or its JSON), the violations or a report."""
     name, hint = DEBUG_EVIDENCE.get(kind, ("error report", "The operator failed; the report says how."))
     text = json.dumps(log, indent=2, default=str) if isinstance(log, Mapping) else str(log)
-    iface = task.interfaces[precision]
-    system = DEBUG_SYSTEM.substitute(hardware=hardware.describe(), optimized_entry=iface.optimized_entry)
+    if task.backend == "pytorch":
+        frame = dict(subject="a PyTorch module with custom CUDA kernels", failing="The module `ModelNew`, "
+                     "together with the kernels it compiles and launches,", trusted="the reference `Model` and the "
+                     "evaluation harness", structure_rule="one `class ModelNew(nn.Module)` with Model's constructor "
+                     "and forward signature, kernels built with load_inline, no try/except, streams or threads.")
+    elif task.backend == "make":
+        frame = dict(subject="the CUDA source file of a benchmark task", failing=f"The file "
+                     f"`{task.runner.solution_file}`", trusted="the task's harness, build files and reference",
+                     structure_rule="the complete file, keeping the interface the harness calls, within the "
+                     "task's restrictions.")
+    else:
+        entry = task.interfaces[precision].optimized_entry
+        frame = dict(subject="a CUDA operator", failing=f"The optimized entry point `{entry}`, together with "
+                     "the kernels it launches,", trusted="the original operator and the harness",
+                     structure_rule=f'kernels named `*_kernel_optimized`, one `extern "C" void {entry}(...)` '
+                     "wrapper with the original parameters, ending with `cudaDeviceSynchronize()`.")
+    system = DEBUG_SYSTEM.substitute(hardware=hardware.describe(), **frame)
     user = DEBUG_USER.substitute(
         task=describe_task(task, precision),
-        code=_code_block(clip(code, 3 * LOG_LIMIT)),
+        code=_code_block(clip(code, 3 * LOG_LIMIT), code_language(task)),
         evidence_name=name,
         evidence_hint=hint,
         log=f"```\n{clip(text.strip()) or '(empty)'}\n```",

@@ -9,8 +9,10 @@ from django.urls import path, reverse
 from django.utils import timezone
 
 from apps.catalog.imports import (
+    DEFAULT_YAML_SUITE,
     ImportLimits,
     ImportRejected,
+    StageOptions,
     import_commit,
     import_discard,
     import_preview,
@@ -27,27 +29,48 @@ SESSION_KEY = "catalog_task_imports"  # staging tokens this session may confirm
 class TaskImportForm(forms.Form):
     archive = forms.FileField(
         required=False,
-        help_text="A .zip or .tar.gz of task folders (<suite>/<op>/spec.toml + sources, or <op>/spec.toml); "
-        f"at most {ImportLimits().archive_mib} MiB.",
+        help_text="A .zip or .tar.gz of task folders: <suite>/<op>/spec.toml + sources (C/CUDA or PyTorch), "
+        "folders with a task.yaml (CUDAHercules format), or KernelBench problem files (<id>_<Name>.py, e.g. a "
+        f"level1/ folder); at most {ImportLimits().archive_mib} MiB.",
     )
     directory = forms.CharField(
         required=False,
         max_length=500,
         help_text="Or a folder on the server, relative to TASKS_DIR (e.g. incoming/batch1).",
     )
+    suite = forms.CharField(
+        required=False, initial=DEFAULT_YAML_SUITE, max_length=64,
+        help_text="The suite task.yaml folders are filed under (spec.toml folders name their own).",
+    )
+    level = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None,
+        choices=[("", "from the folder name (levelN)")] + [(n, f"level {n}") for n in (1, 2, 3, 4)],
+        help_text="The KernelBench level of problem files whose folder does not say it (suite kernelbench-l<N>).",
+    )
+    precisions = forms.MultipleChoiceField(
+        required=False, choices=[("fp32", "FP32"), ("bf16", "BF16")], initial=["fp32"],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The precisions KernelBench problems are imported in (BF16 casts inputs and parameters).",
+    )
 
     def clean(self):
         data = super().clean()
         if bool(data.get("archive")) == bool(data.get("directory", "").strip()):
             raise forms.ValidationError("Give either an archive or a folder, not both and not neither.")
+        try:
+            data["options"] = StageOptions(
+                suite=(data.get("suite") or "").strip() or DEFAULT_YAML_SUITE, level=data.get("level"),
+                precisions=tuple(data.get("precisions") or ["fp32"]))
+        except ImportRejected as exc:
+            raise forms.ValidationError(str(exc)) from None
         return data
 
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ("operator", "precision", "suite", "category", "complexity", "enabled", "validation_verdict",
-                    "validated_at", "updated_at")
-    list_filter = ("suite", "category", "precision", "enabled", "validation_verdict")
+    list_display = ("operator", "precision", "suite", "backend", "category", "complexity", "enabled",
+                    "validation_verdict", "validated_at", "updated_at")
+    list_filter = ("backend", "suite", "category", "precision", "enabled", "validation_verdict")
     search_fields = ("operator", "title", "description", "entry_point")
     list_editable = ("enabled",)
     ordering = ("suite", "operator", "precision")  # FP32 and BF16 of an operator side by side
@@ -127,9 +150,10 @@ class TaskAdmin(admin.ModelAdmin):
     @staticmethod
     def _stage(form: TaskImportForm):
         upload = form.cleaned_data.get("archive")
+        options = form.cleaned_data["options"]
         if upload:
-            return import_stage_archive(upload, upload.name, upload.size)
-        return import_stage_directory(form.cleaned_data["directory"])
+            return import_stage_archive(upload, upload.name, upload.size, options=options)
+        return import_stage_directory(form.cleaned_data["directory"], options=options)
 
     def _import_confirm(self, request, token: str):
         try:

@@ -1,10 +1,14 @@
-"""Task import and export for the admin: archives of task folders (spec.toml + sources).
+"""Task import and export for the admin and the import commands: task folders of every format.
 
-Import is two steps. `import_stage_archive` (or `import_stage_directory`) unpacks into a private staging
-folder under VAR_DIR, refusing anything unsafe (absolute paths, `..`, links, devices, too many files,
-too many bytes) before a single byte lands, and returns a preview: per task folder, what the spec
-loader says. `import_commit` then moves only the folders that load cleanly to TASKS_DIR/<suite>/<op>/
-(one rename per folder, the old one kept until the new one is in place) and syncs just those specs.
+Import is two steps. `import_stage_archive` (or `import_stage_directory`, or `import_stage_paths` for the
+`import_kernelbench` / `import_taskyaml` commands) unpacks into a private staging folder under VAR_DIR,
+refusing anything unsafe (absolute paths, `..`, links, devices, too many files, too many bytes) before a
+single byte lands. Staging then turns what users already have into task folders (worker/importers.py):
+folders with a `task.yaml` go to `<suite>/<name>/`, loose KernelBench problem files (`<id>_<Name>.py`)
+become `kernelbench-l<N>/<name>/` PyTorch tasks; folders with a `spec.toml` stay as they are. The preview
+says, per task folder and per file that could not be used, what the spec loader says. `import_commit`
+then moves only the folders that load cleanly to TASKS_DIR/<suite>/<op>/ (one rename per folder, the old
+one kept until the new one is in place) and syncs just those specs.
 A bad upload changes nothing under TASKS_DIR or in the database.
 
 Export writes the selected tasks' folders into a zip with paths `<suite>/<op>/<file>`, relative to
@@ -14,6 +18,7 @@ TASKS_DIR: the same layout import reads, so an export re-imports as is.
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import stat
@@ -31,11 +36,14 @@ from django.conf import settings
 
 from apps.catalog.models import Task
 from apps.catalog.services import SyncReport, source_hash, tasks_sync_specs
-from worker.spec import SpecError, TaskSpec, load_spec
+from worker import importers
+from worker.spec import SpecError
+from worker.taskfile import SPEC_FILES, AnySpec, load_task
 
 MiB = 1024 * 1024
 _SUITE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
+DEFAULT_YAML_SUITE = "cudahercules"
 _IGNORED = ("__MACOSX", ".DS_Store")  # what archivers add on their own
 STAGING_MAX_AGE_S = 24 * 3600
 
@@ -79,6 +87,23 @@ class ImportItem:
     @property
     def target(self) -> str:
         return f"{self.suite}/{self.operator}" if self.ok else ""
+
+
+@dataclass(frozen=True)
+class StageOptions:
+    """How staging reads what is not already a spec.toml folder."""
+
+    suite: str = DEFAULT_YAML_SUITE  # the suite task.yaml folders are filed under
+    level: int | None = None  # the KernelBench level of problem files whose folders do not say it
+    precisions: tuple[str, ...] = ("fp32",)  # the precisions KernelBench problems are imported in
+
+    def __post_init__(self):
+        if not _SUITE.match(self.suite) or self.suite.startswith((".", "_")):
+            raise ImportRejected(f"{self.suite!r} cannot be a suite name (letters, digits, '_', '.', '-')")
+        if self.level is not None and not 1 <= self.level <= 9:
+            raise ImportRejected(f"KernelBench level {self.level} does not exist (1 to 4)")
+        if not self.precisions or set(self.precisions) - {"fp32", "bf16"}:
+            raise ImportRejected("KernelBench precisions are fp32 and/or bf16")
 
 
 @dataclass(frozen=True)
@@ -256,8 +281,8 @@ def _unpack_tar(upload: IO[bytes], writer: _Writer) -> None:
             raise ImportRejected(f"the archive is damaged: {exc}") from None
 
 
-def import_stage_archive(upload: IO[bytes], name: str, size: int,
-                         limits: ImportLimits | None = None) -> ImportPreview:
+def import_stage_archive(upload: IO[bytes], name: str, size: int, limits: ImportLimits | None = None,
+                         options: StageOptions | None = None) -> ImportPreview:
     """Unpack an uploaded .zip / .tar.gz into staging and preview it; ImportRejected leaves nothing behind."""
     limits = limits or ImportLimits()
     if size > limits.archive_bytes:
@@ -271,6 +296,7 @@ def import_stage_archive(upload: IO[bytes], name: str, size: int,
         upload.seek(0)
         (_unpack_zip if is_zip else _unpack_tar)(upload, writer)
         (folder / "source").write_text(name, encoding="utf-8")
+        _normalize(folder, options or StageOptions())
     return import_preview(token)
 
 
@@ -286,18 +312,28 @@ def resolve_tasks_subdir(path: str) -> Path:
     return candidate
 
 
-def import_stage_directory(path: str, limits: ImportLimits | None = None) -> ImportPreview:
+def import_stage_directory(path: str, limits: ImportLimits | None = None,
+                           options: StageOptions | None = None) -> ImportPreview:
     """Stage a copy of a server-side folder under TASKS_DIR (e.g. one unpacked by hand) for the same preview."""
-    limits = limits or ImportLimits()
     source = resolve_tasks_subdir(path)
+    return import_stage_paths(source, sorted(source.rglob("*")), str(source), limits, options)
+
+
+def import_stage_paths(root: Path, paths: Iterable[Path], label: str, limits: ImportLimits | None = None,
+                       options: StageOptions | None = None) -> ImportPreview:
+    """Stage copies of `paths` (files and folders under `root`, kept at their relative place) for the preview.
+    The import commands use it on any folder of the server, with only the files worth importing."""
+    limits = limits or ImportLimits()
     with _staging() as (token, folder):
         writer = _Writer(folder / "files", limits)
-        for item in sorted(source.rglob("*")):
-            rel = item.relative_to(source)
+        for item in paths:
+            if item == root:
+                continue
+            rel = item.relative_to(root)
             if item.is_symlink():
                 raise ImportRejected(f"{rel}: symbolic links are not accepted")
-            safe = _safe_relative(rel.as_posix())
-            writer.count(rel.as_posix())
+            safe = _safe_relative(PurePosixPath(rel).as_posix())
+            writer.count(PurePosixPath(rel).as_posix())
             if safe is None:
                 continue
             if item.is_dir():
@@ -307,23 +343,57 @@ def import_stage_directory(path: str, limits: ImportLimits | None = None) -> Imp
                     writer.file(safe, stream)
             else:
                 raise ImportRejected(f"{rel}: only plain files and folders are accepted")
-        (folder / "source").write_text(str(source), encoding="utf-8")
+        (folder / "source").write_text(label, encoding="utf-8")
+        _normalize(folder, options or StageOptions())
     return import_preview(token)
+
+
+def _normalize(folder: Path, options: StageOptions) -> None:
+    """Turn task.yaml folders and loose KernelBench files in staging into `<suite>/<name>/` task folders (the
+    originals leave `files/`), and record the ones that could not be used in conversion.json."""
+    files = folder / "files"
+    spec_dirs = [p.parent for p in files.rglob("spec.toml") if p.is_file()]
+    yaml_dirs = [d for d in importers.taskyaml_folders(files)
+                 if not any(s == d or s in d.parents for s in spec_dirs)]
+    task_dirs = spec_dirs + yaml_dirs
+    loose_py = [p for p in files.rglob("*.py")
+                if p.is_file() and not any(d in p.parents for d in task_dirs) and importers.KB_FILE.match(p.name)]
+    if not yaml_dirs and not loose_py:
+        return
+    converted = folder / "converted"
+    yaml_report = importers.convert_taskyaml(
+        [(d, d.relative_to(files).as_posix()) for d in yaml_dirs], converted, options.suite)
+    kb_report = importers.convert_kernelbench(
+        [(p, p.relative_to(files).as_posix()) for p in loose_py], converted, options.level, options.precisions)
+    for d in yaml_dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    for p in loose_py:
+        p.unlink(missing_ok=True)
+    problems = [{"folder": s.source, "error": s.reason} for s in (*yaml_report.skipped, *kb_report.skipped)]
+    for target in (*yaml_report.written, *kb_report.written):
+        dest = files / target
+        if dest.exists():
+            problems.append({"folder": target, "error": "[layout] the upload already has a folder at this place"})
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        (converted / target).rename(dest)
+    shutil.rmtree(converted, ignore_errors=True)
+    (folder / "conversion.json").write_text(json.dumps(problems), encoding="utf-8")
 
 
 # ---------------------------------------------------------------- preview
 
 
-def _check_folder(files: Path, spec_path: Path) -> tuple[ImportItem, TaskSpec | None]:
+def _check_folder(files: Path, spec_path: Path) -> tuple[ImportItem, AnySpec | None]:
     folder = spec_path.parent.relative_to(files).as_posix()
     try:
-        spec = load_spec(spec_path)
+        spec = load_task(spec_path)
     except SpecError as exc:
         return ImportItem(folder, error=f"[{exc.field}] {exc.message}"), None
-    item = ImportItem(folder, spec.suite, spec.name, tuple(spec.interfaces), len(spec.sizes))
+    item = ImportItem(folder, spec.suite, spec.name, tuple(spec.precisions), len(spec.sizes))
     if not _SUITE.match(spec.suite) or spec.suite.startswith((".", "_")):
         return ImportItem(folder, error=f"[suite] {spec.suite!r} cannot be a folder name under the task folder"), None
-    if not spec.harness_source().is_file():
+    if spec.backend == "cuda" and not spec.harness_source().is_file():
         return ImportItem(folder, error="[harness] harness.cu is missing from the folder"), None
     existing = {
         t.precision: t.source_hash
@@ -331,22 +401,28 @@ def _check_folder(files: Path, spec_path: Path) -> tuple[ImportItem, TaskSpec | 
     }
     if not existing:
         action = "new"
-    elif all(existing.get(p) == source_hash(spec, p) for p in spec.interfaces):
+    elif all(existing.get(p) == source_hash(spec, p) for p in spec.precisions):
         action = "unchanged"
     else:
         action = "update"
     return ImportItem(item.folder, item.suite, item.operator, item.precisions, item.sizes, action), spec
 
 
-def _scan(token: str) -> tuple[ImportPreview, dict[str, TaskSpec]]:
+def _scan(token: str) -> tuple[ImportPreview, dict[str, AnySpec]]:
     folder = _staging_dir(token)
     files = folder / "files"
-    specs = sorted(p for p in files.rglob("spec.toml") if p.is_file())
+    specs = sorted(p for name in SPEC_FILES for p in files.rglob(name) if p.is_file())
     task_dirs = [p.parent for p in specs]
     items: list[ImportItem] = []
-    loaded: dict[str, TaskSpec] = {}
+    loaded: dict[str, AnySpec] = {}
     targets: dict[str, str] = {}
     for spec_path in specs:
+        if spec_path.name == "spec.toml" and (spec_path.parent / "task.yaml").is_file():
+            items.append(ImportItem(spec_path.parent.relative_to(files).as_posix(),
+                                    error="[layout] the folder has both spec.toml and task.yaml: keep one"))
+            continue
+        if spec_path.name == "task.yaml" and (spec_path.parent / "spec.toml").is_file():
+            continue  # reported once, above
         item, spec = _check_folder(files, spec_path)
         if spec is not None and any(d != spec_path.parent and d in spec_path.parents for d in task_dirs):
             item, spec = ImportItem(item.folder, error="[layout] a task folder inside another task folder"), None
@@ -358,6 +434,9 @@ def _scan(token: str) -> tuple[ImportPreview, dict[str, TaskSpec]]:
                 targets[item.target] = item.folder
                 loaded[item.folder] = spec
         items.append(item)
+    conversion = folder / "conversion.json"
+    if conversion.is_file():
+        items += [ImportItem(p["folder"], error=p["error"]) for p in json.loads(conversion.read_text("utf-8"))]
     ignored = tuple(
         p.relative_to(files).as_posix()
         for p in sorted(files.rglob("*"))
@@ -403,14 +482,14 @@ def import_commit(token: str) -> ImportResult:
     files = _staging_dir(token) / "files"
     root = Path(settings.TASKS_DIR)
     written: list[str] = []
-    synced: list[TaskSpec] = []
+    synced: list[AnySpec] = []
     for item in preview.ok_items:
         dest = root / item.suite / item.operator
         if root.resolve() not in dest.resolve().parents:  # suite and op are checked names; belt and braces
             raise ImportRejected(f"{item.target} would land outside {root}")
         _replace_folder(files / item.folder, dest, token)
         written.append(item.target)
-        synced.append(load_spec(dest / "spec.toml"))
+        synced.append(load_task(dest))
     report = tasks_sync_specs(synced, root)
     import_discard(token)
     return ImportResult(tuple(written), preview.bad_items, report)

@@ -6,9 +6,17 @@ class Precision(models.TextChoices):
     BF16 = "bf16", "BF16"
 
 
-class Task(models.Model):
-    """One optimizable unit: an operator at one precision, mirrored from tasks/<suite>/<op>/spec.toml."""
+class Backend(models.TextChoices):
+    CUDA = "cuda", "C/CUDA (MSKernelBench)"
+    PYTORCH = "pytorch", "PyTorch module (KernelBench)"
+    MAKE = "make", "task.yaml + make (CUDAHercules)"
 
+
+class Task(models.Model):
+    """One optimizable unit: an operator at one precision, mirrored from tasks/<suite>/<op>/spec.toml
+    (or task.yaml); `backend` says which engine evaluates it."""
+
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.CUDA)
     suite = models.CharField(max_length=64)
     operator = models.CharField(max_length=128, help_text="Operator id; FP32 and BF16 variants share it.")
     precision = models.CharField(max_length=8, choices=Precision.choices)
@@ -28,7 +36,10 @@ class Task(models.Model):
     tolerance_note = models.TextField(blank=True)
     baseline_source = models.TextField()
     provenance = models.TextField(blank=True)
-    rules = models.JSONField(default=dict, blank=True, help_text="blocked_symbols, allowed_libraries.")
+    rules = models.JSONField(default=dict, blank=True, help_text="blocked_symbols, allowed_libraries; "
+                             "forbid_torch_compute; blocked_patterns, required_patterns.")
+    details = models.JSONField(default=dict, blank=True, help_text="What only this backend has: the model "
+                               "file, the build and run commands, the hardware requirement, the source.")
     enabled = models.BooleanField(default=True)
     spec_path = models.CharField(max_length=500, blank=True, help_text="Relative to TASKS_DIR.")
     source_hash = models.CharField(max_length=64, blank=True, help_text="Hash of spec + sources at last sync.")
@@ -47,6 +58,7 @@ class Task(models.Model):
             models.UniqueConstraint(fields=["suite", "operator", "precision"], name="task_unique_op_precision"),
         ]
         indexes = [
+            models.Index(fields=["backend", "suite"]),
             models.Index(fields=["category", "operator"]),
             models.Index(fields=["enabled", "suite"]),
         ]

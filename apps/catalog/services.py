@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from apps.catalog.models import Task
 from worker.results import Evaluation
-from worker.spec import SpecError, TaskSpec, discover, load_spec
+from worker.spec import SpecError
+from worker.taskfile import AnySpec, discover_tasks, load_task
 
 
 @dataclass(frozen=True)
@@ -25,47 +26,80 @@ class SyncReport:
     errors: list[SpecError] = field(default_factory=list)
 
 
-def source_hash(spec: TaskSpec, precision: str) -> str:
+def source_hash(spec: AnySpec, precision: str) -> str:
     digest = hashlib.sha256()
-    for path in (Path(spec.path), spec.baseline_source(precision), spec.harness_source()):
+    for path in spec.source_files(precision):
         digest.update(path.name.encode())
         digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()
 
 
-def _task_fields(spec: TaskSpec, precision: str, root: Path) -> dict:
-    iface = spec.interfaces[precision]
+def _task_fields(spec: AnySpec, precision: str, root: Path) -> dict:
     tolerance = spec.tolerance(precision)
-    return {
+    common = {
+        "backend": spec.backend,
         "title": spec.title,
         "category": spec.category,
         "description": spec.description,
-        "entry_point": iface.entry,
-        "interface": iface.signature,
-        "params": [{"name": p.name, "type": p.ctype} for p in iface.params],
-        "outputs": list(spec.outputs),
         "sizes": list(spec.sizes),
-        "constants": spec.constants,
-        "inputs": spec.inputs,
         "complexity": spec.complexity,
         "atol": tolerance.atol,
         "rtol": tolerance.rtol,
         "tolerance_note": tolerance.why,
         "baseline_source": spec.baseline_source(precision).read_text(encoding="utf-8"),
         "provenance": spec.provenance,
+        "spec_path": str(Path(spec.path).relative_to(root)),
+        "source_hash": source_hash(spec, precision),
+    }
+    return common | _backend_fields(spec, precision)
+
+
+def _backend_fields(spec: AnySpec, precision: str) -> dict:
+    """What each format has of its own, in the Task's columns (entry point, interface, rules, details)."""
+    if spec.backend == "pytorch":
+        return {
+            "entry_point": "ModelNew",
+            "interface": spec.interface,
+            "params": [], "outputs": [], "constants": {}, "inputs": {},
+            "rules": {"forbid_torch_compute": spec.forbid_torch_compute},
+            "details": {"model_file": Path(spec.model_file).name, "compare_compile": spec.compare_compile},
+        }
+    if spec.backend == "make":
+        success = spec.execute.success
+        return {
+            "entry_point": spec.runner.solution_file,
+            "interface": f"{spec.build.cmd} && {spec.execute.cmd}",
+            "params": [], "outputs": [], "constants": {}, "inputs": {},
+            "rules": {"blocked_patterns": list(spec.anti_cheat.blocked_patterns),
+                      "required_patterns": list(spec.anti_cheat.required_patterns)},
+            "details": {
+                "task_id": spec.task_id, "task_class": spec.task_class, "domain": spec.domain,
+                "tags": list(spec.tags), "min_sm": spec.hardware.min_sm, "solution_file": spec.runner.solution_file,
+                "build": spec.build.cmd, "execute": spec.execute.cmd, "timeout_sec": spec.runner.timeout_sec,
+                "success": {"exit_code": success.exit_code, "stdout_regex": success.stdout_regex},
+                "correctness_mode": spec.correctness.mode, "performance": spec.performance.enabled,
+            },
+        }
+    iface = spec.interfaces[precision]
+    return {
+        "entry_point": iface.entry,
+        "interface": iface.signature,
+        "params": [{"name": p.name, "type": p.ctype} for p in iface.params],
+        "outputs": list(spec.outputs),
+        "constants": spec.constants,
+        "inputs": spec.inputs,
         "rules": {
             "blocked_symbols": list(spec.blocked_symbols),
             "allowed_libraries": list(spec.allowed_libraries),
         },
-        "spec_path": str(Path(spec.path).relative_to(root)),
-        "source_hash": source_hash(spec, precision),
+        "details": {},
     }
 
 
-def _sync_spec(spec: TaskSpec, root: Path, report: SyncReport) -> set[tuple[str, str, str]]:
+def _sync_spec(spec: AnySpec, root: Path, report: SyncReport) -> set[tuple[str, str, str]]:
     """Create or update the rows of one spec (one per precision); returns their keys."""
     seen: set[tuple[str, str, str]] = set()
-    for precision in spec.interfaces:
+    for precision in spec.precisions:
         key = (spec.suite, spec.name, precision)
         seen.add(key)
         label = f"{spec.suite}/{spec.name}/{precision}"
@@ -102,7 +136,7 @@ def tasks_sync_specs(specs, root: Path) -> SyncReport:
 def tasks_sync(root: Path) -> SyncReport:
     """Idempotent: unchanged specs touch nothing; a bad spec is reported and its rows kept as they are."""
     root = Path(root)
-    found = discover(root)
+    found = discover_tasks(root)
     report = SyncReport(errors=list(found.errors))
     seen: set[tuple[str, str, str]] = set()
     for spec in found.specs:
@@ -148,7 +182,7 @@ def task_validate_baseline(task_id: int, *, chain=None) -> ValidationOutcome:
 
     On a machine without a GPU the outcome is the no_gpu verdict with the toolchain's reason.
     """
-    from worker.evaluate import validate  # the worker's toolchain imports stay out of web processes
+    from worker.runner import validate  # the worker's toolchain imports stay out of web processes
 
     task = Task.objects.get(pk=task_id)
     outcome: ValidationOutcome
@@ -156,12 +190,12 @@ def task_validate_baseline(task_id: int, *, chain=None) -> ValidationOutcome:
         outcome = ValidationOutcome("spec_error", "the task has no spec file under TASKS_DIR (it was not synced)")
     else:
         try:
-            spec = load_spec(Path(settings.TASKS_DIR) / task.spec_path)
+            spec = load_task(Path(settings.TASKS_DIR) / task.spec_path)
         except SpecError as exc:
             outcome = ValidationOutcome("spec_error", f"the spec cannot be read: {exc}")
         else:
-            if task.precision not in spec.interfaces:
-                outcome = ValidationOutcome("spec_error", f"the spec no longer has a {task.precision} interface")
+            if task.precision not in spec.precisions:
+                outcome = ValidationOutcome("spec_error", f"the spec no longer has a {task.precision} variant")
             else:
                 evaluation = validate(spec, task.precision, chain=chain)
                 outcome = ValidationOutcome(str(evaluation.verdict), _validation_detail(evaluation))

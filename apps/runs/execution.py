@@ -24,7 +24,8 @@ from worker import toolchain
 from worker.llm import OpenAIChatClient, PriceTable
 from worker.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
 from worker.prompts import HardwareInfo
-from worker.spec import SpecError, load_spec
+from worker.spec import SpecError
+from worker.taskfile import load_task
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ def run_execute(run_id: int) -> None:
         return
     run = Run.objects.select_related("task", "endpoint").get(pk=run_id)
     try:
-        spec = load_spec(settings.TASKS_DIR / run.task.spec_path)
+        spec = load_task(settings.TASKS_DIR / run.task.spec_path)
         client = _client(run)
         config = _config(run)
     except (SpecError, ValueError, OSError) as exc:

@@ -17,9 +17,11 @@ from apps.runs.execution import DjangoSink
 from apps.runs.models import Run, RunStatus, Turn, TurnKind
 from apps.runs.services import run_claim, run_fail, run_transition
 from worker import toolchain
-from worker.evaluate import EvalOptions, evaluate
+from worker.evaluate import EvalOptions
 from worker.pipeline import TurnRecord
-from worker.spec import SpecError, load_spec
+from worker.runner import evaluate
+from worker.spec import SpecError
+from worker.taskfile import load_task
 
 MAX_SOURCE_BYTES = 256 * 1024  # a kernel file, not a data dump
 
@@ -79,7 +81,7 @@ def manual_turn_evaluate(turn_id: int) -> None:
     if baseline := run.turns.filter(round_index=0, debug_index=0).first():
         sink.turns[(0, 0)] = baseline
     try:
-        spec = load_spec(settings.TASKS_DIR / run.task.spec_path)
+        spec = load_task(settings.TASKS_DIR / run.task.spec_path)
     except SpecError as exc:
         run_fail(run.pk, f"the task's spec cannot be read: {exc}")
         return

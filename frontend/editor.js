@@ -1,9 +1,11 @@
 // KernelWeb code editor: enhances server-rendered markup with CodeMirror 6 (see docs/frontend.md).
-//   <textarea data-editor="cuda" [data-editor-readonly]>  -> a C++ editor kept in sync with the (hidden) textarea
+//   <textarea data-editor="cuda|python" [data-editor-readonly]>  -> a C++ (or Python, for KernelBench tasks) editor
+//                                                              kept in sync with the (hidden) textarea
 //   <div data-merge> + two <script type="application/json" data-side="a|b"> -> a read-only side-by-side diff
 // Without JavaScript the textarea and the element's own fallback content stay as they are.
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import { cpp } from "@codemirror/lang-cpp";
+import { python } from "@codemirror/lang-python";
 import {
   bracketMatching,
   defaultHighlightStyle,
@@ -38,7 +40,7 @@ const ideTheme = EditorView.theme({
   "&.cm-readonly .cm-cursor": { display: "none" },
 });
 
-function basicSetup() {
+function basicSetup(language = "cuda") {
   return [
     lineNumbers(),
     highlightActiveLineGutter(),
@@ -53,7 +55,7 @@ function basicSetup() {
     highlightActiveLine(),
     keymap.of([...defaultKeymap, ...historyKeymap, ...foldKeymap, indentWithTab]),
     EditorState.tabSize.of(4),
-    cpp(),
+    language === "python" ? python() : cpp(),
     ideTheme,
   ];
 }
@@ -80,7 +82,7 @@ function enhanceTextarea(textarea) {
     state: EditorState.create({
       doc: textarea.value,
       extensions: [
-        basicSetup(),
+        basicSetup(textarea.dataset.editor),
         sizing,
         ro ? readOnly() : [],
         EditorView.contentAttributes.of({ "aria-label": labelFor(textarea) }),
@@ -135,7 +137,7 @@ function enhanceMerge(el) {
     console.error(err); // keep the server-rendered fallback
     return;
   }
-  const extensions = [basicSetup(), readOnly()];
+  const extensions = [basicSetup(el.dataset.language || "cuda"), readOnly()];
   el.replaceChildren();
   el.kwMerge = new MergeView({
     a: { doc: a, extensions },
@@ -159,7 +161,7 @@ function addStyle() {
 }
 
 export function enhance(root = document) {
-  root.querySelectorAll('textarea[data-editor="cuda"]').forEach(enhanceTextarea);
+  root.querySelectorAll('textarea[data-editor="cuda"], textarea[data-editor="python"]').forEach(enhanceTextarea);
   const merges = root.querySelectorAll("[data-merge]");
   if (merges.length) addStyle();
   merges.forEach(enhanceMerge);

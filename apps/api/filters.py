@@ -8,7 +8,7 @@ from apps.runs.models import Run
 
 
 def tasks_filter(tasks: QuerySet[Task], params: dict) -> QuerySet[Task]:
-    exact = {name: params[name] for name in ("suite", "category", "precision", "operator") if name in params}
+    exact = {name: params[name] for name in ("backend", "suite", "category", "precision", "operator") if name in params}
     tasks = tasks.filter(**exact)
     if q := params.get("q"):
         tasks = tasks.filter(Q(title__icontains=q) | Q(operator__icontains=q) | Q(description__icontains=q))

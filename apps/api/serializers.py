@@ -4,7 +4,7 @@ silently ignored filter) and document them in the schema. Launch validation itse
 from rest_framework import serializers
 
 from apps.api.filters import RUN_ORDERINGS
-from apps.catalog.models import Precision, Task
+from apps.catalog.models import Backend, Precision, Task
 from apps.fleet.selectors import queue_states, run_queue, wait_reason
 from apps.llm.models import LLMEndpoint
 from apps.runs.forms import LaunchForm
@@ -14,6 +14,8 @@ from apps.runs.models import AgentCall, Profile, ProfileMode, Run, RunStatus, Tu
 
 
 class TaskQuerySerializer(serializers.Serializer):
+    backend = serializers.ChoiceField(choices=Backend.choices, required=False,
+                                      help_text="Task format: cuda, pytorch (KernelBench) or make (task.yaml).")
     suite = serializers.CharField(required=False)
     category = serializers.CharField(required=False)
     precision = serializers.ChoiceField(choices=Precision.choices, required=False)
@@ -47,14 +49,16 @@ class ProfileQuerySerializer(serializers.Serializer):
 class TaskSerializer(serializers.ModelSerializer):
     class Meta:
         model = Task
-        fields = ["id", "slug", "suite", "operator", "precision", "title", "category", "entry_point", "complexity"]
+        fields = ["id", "slug", "backend", "suite", "operator", "precision", "title", "category", "entry_point",
+                  "complexity"]
 
 
 class TaskDetailSerializer(serializers.ModelSerializer):
     class Meta:
         model = Task
         fields = [*TaskSerializer.Meta.fields, "description", "interface", "params", "outputs", "sizes",
-                  "constants", "inputs", "atol", "rtol", "tolerance_note", "rules", "provenance", "baseline_source"]
+                  "constants", "inputs", "atol", "rtol", "tolerance_note", "rules", "details", "provenance",
+                  "baseline_source"]
 
 
 # --- LLM endpoints ----------------------------------------------------------------------------------

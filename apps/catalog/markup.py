@@ -18,7 +18,7 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import CudaLexer
+from pygments.lexers import CudaLexer, PythonLexer
 
 TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "code", "pre", "blockquote",
@@ -144,6 +144,13 @@ def code_formatter() -> HtmlFormatter:
     return HtmlFormatter(linenos="table", cssclass=CODE_CSS_CLASS, lineanchors="L", anchorlinenos=True, wrapcode=True)
 
 
-def highlight_cuda(code: str) -> SafeString:
-    """CUDA source as Pygments HTML with line numbers; every token is escaped by the formatter."""
-    return mark_safe(highlight(code, CudaLexer(), code_formatter()))  # noqa: S308 - Pygments escapes the code
+def code_language(backend: str) -> str:
+    """The lexer of a task's code: Python for KernelBench (pytorch) tasks, CUDA for the others."""
+    return "python" if backend == "pytorch" else "cuda"
+
+
+def highlight_source(code: str, language: str = "cuda") -> SafeString:
+    """CUDA (or, for KernelBench tasks, Python) source as Pygments HTML with line numbers; every token is
+    escaped by the formatter."""
+    lexer = PythonLexer() if language == "python" else CudaLexer()
+    return mark_safe(highlight(code, lexer, code_formatter()))  # noqa: S308 - Pygments escapes the code

@@ -1,6 +1,6 @@
 from django.shortcuts import get_object_or_404, render
 
-from apps.catalog.markup import highlight_cuda, render_markdown
+from apps.catalog.markup import code_language, highlight_source, render_markdown
 from apps.catalog.models import Task
 from apps.catalog.selectors import CatalogFilters, catalog, task_page
 
@@ -17,5 +17,5 @@ def task_detail(request, pk: int):
         "page": task_page(request.user, task),
         "task": task,
         "description": render_markdown(task.description),
-        "baseline": highlight_cuda(task.baseline_source),
+        "baseline": highlight_source(task.baseline_source, code_language(task.backend)),
     })

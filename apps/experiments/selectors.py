@@ -180,6 +180,29 @@ def library_references() -> dict[tuple[str, str], LibraryReference]:
     return load_library_references(getattr(settings, "LIBRARY_REFERENCES_FILE", ""))
 
 
+def measured_reference(results: list | None) -> LibraryReference | None:
+    """The expert reference a turn was timed against (SizeResult.reference: torch.compile for a KernelBench
+    task, the harness's "Ref time" for a task.yaml task), as its P and per-size speedups over the same
+    baseline; None when the turn has no reference times."""
+    speedups, weights = [], []
+    for r in results or ():
+        if not isinstance(r, dict):
+            continue
+        base, ref = (r.get("baseline") or {}).get("mean_ms"), (r.get("reference") or {}).get("mean_ms")
+        if base and ref:
+            speedups.append(base / ref)
+            weights.append(float(r.get("complexity") or 1.0))
+    if not speedups:
+        return None
+    score = sum(w * s for w, s in zip(weights, speedups, strict=True)) / sum(weights)
+    return LibraryReference(score, tuple(speedups))
+
+
+# For a KernelBench task the expert is PyTorch itself (cuBLAS, cuDNN behind eager mode): unless torch.compile
+# was timed as its reference, the baseline is the reference and expert-relative speed is the speedup.
+EAGER_PYTORCH = LibraryReference(1.0, (1.0,))
+
+
 # -------------------------------------------------------------------------------------------- outcomes
 
 
@@ -201,14 +224,17 @@ def _best_candidates(run_best: Mapping[int, int | None]) -> dict[int, tuple[int,
 
 def outcomes_for(experiment: Experiment,
                  references: Mapping[tuple[str, str], LibraryReference] | None = None) -> list[TaskOutcome]:
-    """One TaskOutcome per (task, seed) of the experiment, from the latest attempt, in five queries.
+    """One TaskOutcome per (task, seed) of the experiment, from the latest attempt, in five queries (six with
+    KernelBench or task.yaml tasks).
 
     correct: the run succeeded and has a valid generated (optimize or debug) turn, whose P is the outcome's
     score (Run.best_score when the best turn is generated; a run whose best is still the baseline keeps
     its best valid candidate's P, below 1). Classes: the dominant Profile.bottleneck of the baseline turn
     (round 0) and of that candidate. Tokens and cost: the run's totals (the sum of its agent calls when the
     run never recorded totals), per role from its agent calls. References: `references`, else the
-    LIBRARY_REFERENCES_FILE setting (see load_library_references).
+    LIBRARY_REFERENCES_FILE setting (see load_library_references); for KernelBench and task.yaml tasks the
+    reference times measured with the run (measured_reference), and eager PyTorch for KernelBench tasks
+    that timed no other reference.
     """
     refs = library_references() if references is None else references
     members = current_members(experiment)
@@ -234,10 +260,22 @@ def outcomes_for(experiment: Experiment,
         tokens_by_role[row["turn__run_id"]][row["role"]] = int(row["tokens"] or 0)
         cost_by_role[row["turn__run_id"]][row["role"]] = float(row["cost"] or 0)
 
+    # Tasks of the other formats bring their own reference times (round 0 first, else the best candidate).
+    measured: dict[int, LibraryReference] = {}
+    other_formats = [m.run.pk for m in members if m.run is not None and m.task.backend in ("pytorch", "make")]
+    timed = (Turn.objects.filter(Q(round_index=0, debug_index=0) | Q(pk__in=best_ids), run_id__in=other_formats)
+             .order_by("-round_index").values_list("run_id", "results")) if other_formats else ()
+    for run_id, results in timed:
+        found = measured_reference(results)
+        if found is not None:
+            measured[run_id] = found
+
     outcomes = []
     for m in members:
         task, run = m.task, m.run
-        ref = refs.get((task.operator, task.precision))
+        ref = refs.get((task.operator, task.precision)) or (measured.get(run.pk) if run else None)
+        if ref is None and task.backend == "pytorch":
+            ref = EAGER_PYTORCH
         ref_score, ref_speedups = (ref.score, ref.speedups) if ref else (None, ())
         if run is None:
             outcomes.append(missing_outcome(task.pk, task.operator, task.precision, task.category, m.seed_index,

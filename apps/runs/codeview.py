@@ -72,10 +72,10 @@ class SideBySide:
         return self.added == 0 and self.removed == 0
 
 
-def side_by_side(left: str, right: str, *, context: int = CONTEXT) -> SideBySide:
+def side_by_side(left: str, right: str, *, context: int = CONTEXT, language: str = "cuda") -> SideBySide:
     """Rows pairing `left` and `right` line by line, long unchanged stretches folded."""
     a, b = left.splitlines(), right.splitlines()
-    ha, hb = highlight_lines(left), highlight_lines(right)
+    ha, hb = highlight_lines(left, language), highlight_lines(right, language)
     rows: list[DiffRow] = []
     added = removed = 0
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)

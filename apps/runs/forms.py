@@ -110,3 +110,17 @@ class ManualTurnForm(forms.Form):
                            help_text='Defines extern "C" void <entry>_optimized(<same parameters>).')
     flags = forms.CharField(required=False, max_length=1000, label="nvcc command",
                             help_text="Optional, e.g. nvcc -O3 --use_fast_math; checked against the whitelist.")
+
+    # What a candidate is in each task format (the C/CUDA text above is the default).
+    FORMAT_HELP = {
+        "pytorch": "A Python file defining class ModelNew(nn.Module) with Model's constructor and forward, its "
+                   "kernels built with torch.utils.cpp_extension.load_inline.",
+        "make": "The complete replacement of the task's solution file, built by the task's own make command.",
+    }
+
+    def __init__(self, *args, backend: str = "cuda", **kwargs):
+        super().__init__(*args, **kwargs)
+        if backend in self.FORMAT_HELP:
+            self.fields["code"].help_text = self.FORMAT_HELP[backend]
+            self.fields["code"].widget.attrs["data-editor"] = "python" if backend == "pytorch" else "cuda"
+            del self.fields["flags"]  # the build is the task's own: no nvcc command to choose

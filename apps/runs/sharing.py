@@ -34,7 +34,8 @@ def share_snapshot(run: Run, turn_a: Turn, turn_b: Turn) -> dict:
     return {
         "version": SNAPSHOT_VERSION,
         "task": {"slug": task.slug, "suite": task.suite, "operator": task.operator, "precision": task.precision,
-                 "title": task.title, "category": task.category, "params": param_order(task)},
+                 "title": task.title, "category": task.category, "params": param_order(task),
+                 "backend": task.backend},
         "run": run.pk,
         "gpu": run.gpu_name,
         "a": _turn_snapshot(turn_a),

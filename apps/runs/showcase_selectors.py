@@ -13,6 +13,7 @@ from itertools import zip_longest
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from apps.catalog.markup import code_language
 from apps.runs.codeview import SideBySide, side_by_side
 from apps.runs.models import Run, RunEvent, RunStatus, ShareLink, Turn, TurnKind
 
@@ -248,7 +249,8 @@ def showcase_operator(suite: str, operator: str, precision: str) -> OperatorPage
     return OperatorPage(
         card=_card(run), complexity=run.task.complexity,
         baseline_label=turn_label(baseline) if baseline else "baseline", best_label=turn_label(best),
-        diff=side_by_side(original, best.code), sizes=rows, chart=speedup_chart(rows),
+        diff=side_by_side(original, best.code, language=code_language(run.task.backend)), sizes=rows,
+        chart=speedup_chart(rows),
         compile_command=best.compile_command, config=_config(run), toolchain=_toolchain(run),
     )
 
@@ -302,7 +304,8 @@ def share_page(link: ShareLink) -> SharePage:
     return SharePage(
         key=link.key, task=snap.get("task") or {}, gpu=snap.get("gpu") or "", run_id=snap.get("run"),
         a=_shared_turn(a, "A"), b=_shared_turn(b, "B"),
-        diff=side_by_side(a.get("code", ""), b.get("code", "")),
+        diff=side_by_side(a.get("code", ""), b.get("code", ""),
+                          language=code_language((snap.get("task") or {}).get("backend", "cuda"))),
         sizes=rows, chart=speedup_chart(rows, f"speedup of {b.get('label', 'B')} over {a.get('label', 'A')}"),
         created_at=link.created_at,
     )

@@ -16,6 +16,7 @@ import markdown
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 
+from apps.catalog.markup import code_language
 from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
 from apps.runs.showcase_selectors import param_order, size_label
@@ -148,6 +149,8 @@ class ResultRow:
     correct: bool | None
     mismatch: str
     flags: list[str]
+    reference_ms: float | None = None  # an expert reference timed beside it (torch.compile, a task.yaml's Ref time)
+    expert: float | None = None  # t_ref / t_candidate
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,11 @@ class TurnPanel:
     manual_code: str = ""
     links: dict[str, str] = field(default_factory=dict)
     assembly: AssemblyView | None = None
+
+    @property
+    def has_reference(self) -> bool:
+        """Whether any size was timed against an expert reference (the Results tab shows its columns)."""
+        return any(r.reference_ms is not None for r in self.results)
 
 
 @dataclass
@@ -291,7 +299,7 @@ def result_rows(results: list[dict], order=()) -> list[ResultRow]:
             size_label(r.get("params") or {}, order), r.get("complexity"), baseline.get("mean_ms"),
             candidate.get("mean_ms"),
             r.get("speedup"), (candidate or baseline).get("cv"), r.get("correct"), mismatch or "",
-            list(r.get("flags") or []),
+            list(r.get("flags") or []), (r.get("reference") or {}).get("mean_ms"), r.get("reference_speedup"),
         ))
     return rows
 
@@ -307,7 +315,8 @@ def _anchor_turn(run: Run, turn: Turn, against: str) -> Turn | None:
 def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[int, int] | None = None) -> TurnPanel:
     against = against if against in AGAINST else "baseline"
     other = _anchor_turn(run, turn, against)
-    diff = side_by_side(other.code, turn.code) if other is not None else None
+    language = code_language(run.task.backend)
+    diff = side_by_side(other.code, turn.code, language=language) if other is not None else None
     pinned = run.turns.filter(round_index=pin[0], debug_index=pin[1]).first() if pin else None
     if pinned is None:
         pinned = run.turns.filter(round_index=0, debug_index=0).first()
@@ -315,7 +324,7 @@ def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[in
     order = param_order(run.task)
     return TurnPanel(
         turn=turn, label=turn_label(turn.round_index, turn.debug_index), against=against, against_turn=other,
-        diff=diff, lines=[] if diff else highlight_lines(turn.code), plan_html=render_markdown(turn.scheme),
+        diff=diff, lines=[] if diff else highlight_lines(turn.code, language), plan_html=render_markdown(turn.scheme),
         log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results, order),
         pinned_label=turn_label(pinned.round_index, pinned.debug_index) if pinned else "",
         profiles=profile_blocks(turn, pinned, order), calls=list(turn.agent_calls.all()), manual_code=turn.code,

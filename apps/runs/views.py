@@ -55,7 +55,8 @@ def _panel_context(request, run: Run) -> dict:
         return {"panel": None}
     panel = viewer.turn_panel(run, turn, against=request.GET.get("against", "baseline"),
                               pin=viewer.parse_label(request.GET.get("pin")))
-    form = ManualTurnForm(initial={"code": turn.code}) if run.owner_id == request.user.pk else None
+    form = (ManualTurnForm(initial={"code": turn.code}, backend=run.task.backend)
+            if run.owner_id == request.user.pk else None)
     return {"panel": panel, "manual_form": form}
 
 
@@ -121,10 +122,10 @@ def run_manual_turn(request, pk: int):
     run = run_for_user(request.user, pk)
     if run is None or run.owner_id != request.user.pk:
         raise Http404("No such run of yours.")
-    form = ManualTurnForm(request.POST)
+    form = ManualTurnForm(request.POST, backend=run.task.backend)
     if form.is_valid():
         try:
-            turn = turn_submit_manual(run=run, code=form.cleaned_data["code"], flags=form.cleaned_data["flags"])
+            turn = turn_submit_manual(run=run, code=form.cleaned_data["code"], flags=form.cleaned_data.get("flags", ""))
         except ManualTurnError as exc:
             messages.error(request, f"Not submitted: {exc}.")
         else:
@@ -137,11 +138,11 @@ def run_manual_turn(request, pk: int):
 @login_required
 def task_evaluate(request, task_pk: int):
     task = get_object_or_404(Task, pk=task_pk, enabled=True)
-    form = ManualTurnForm(request.POST or None)
+    form = ManualTurnForm(request.POST or None, backend=task.backend)
     if request.method == "POST" and form.is_valid():
         try:
             run = run_create_manual(owner=request.user, task=task, code=form.cleaned_data["code"],
-                                   flags=form.cleaned_data["flags"])
+                                   flags=form.cleaned_data.get("flags", ""))
         except ManualTurnError as exc:
             form.add_error("code", str(exc))
         else:

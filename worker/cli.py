@@ -15,9 +15,11 @@ from pathlib import Path
 from worker import ncu
 from worker import toolchain as tc
 from worker.build import HARNESS_DIR, REPO_ROOT
-from worker.evaluate import EvalOptions, evaluate, evaluate_baseline, evaluate_reference, validate
+from worker.evaluate import EvalOptions, evaluate_reference
 from worker.results import Evaluation, Verdict
-from worker.spec import PRECISIONS, TaskSpec, discover
+from worker.runner import evaluate, evaluate_baseline, validate
+from worker.spec import PRECISIONS
+from worker.taskfile import AnySpec, discover_tasks
 from worker.trajectory import run_optimize
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
@@ -28,8 +30,8 @@ def _err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def find_task(name: str, root: Path) -> TaskSpec:
-    found = discover(root)
+def find_task(name: str, root: Path) -> AnySpec:
+    found = discover_tasks(root)
     matches = [s for s in found.specs if name in (s.name, f"{s.suite}/{s.name}")]
     if not matches:
         bad = [str(e) for e in found.errors if f"/{name}/" in e.path]
@@ -108,6 +110,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         profile=getattr(args, "profile", "none"),
         use_baseline_cache=not getattr(args, "no_baseline_cache", False),
         harness_dir=args.harness_dir,
+        torch_compile=getattr(args, "torch_compile", False),
     )
 
 
@@ -128,8 +131,8 @@ def _exit_code(ev: Evaluation) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     spec = find_task(args.task, Path(args.tasks_root))
-    if args.precision not in spec.interfaces:
-        return _usage(f"{spec.name} has no {args.precision} interface")
+    if args.precision not in spec.precisions:
+        return _usage(f"{spec.name} has no {args.precision} variant (it has {', '.join(spec.precisions)})")
     try:
         source = Path(args.candidate).read_text(encoding="utf-8")
     except OSError as exc:
@@ -159,6 +162,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 def cmd_reference(args: argparse.Namespace) -> int:
     spec = find_task(args.task, Path(args.tasks_root))
+    if spec.backend != "cuda":
+        return _usage(f"{spec.name} is a {spec.backend} task: its expert reference is timed with every evaluation")
     if spec.reference is None:
         return _usage(f"{spec.name} has no library reference (add reference.toml beside its spec.toml)")
     _err(f"reference: {spec.reference.name} (links {', '.join(spec.reference.libraries) or 'no library'})")
@@ -175,11 +180,11 @@ def _report(ev: Evaluation, args: argparse.Namespace) -> int:
     return _exit_code(ev)
 
 
-def _selected(args: argparse.Namespace) -> list[tuple[TaskSpec, str]]:
-    found = discover(Path(args.tasks_root))
+def _selected(args: argparse.Namespace) -> list[tuple[AnySpec, str]]:
+    found = discover_tasks(Path(args.tasks_root))
     specs = [find_task(args.task, Path(args.tasks_root))] if args.task else list(found.specs)
     precisions = [args.precision] if args.precision else list(PRECISIONS)
-    return [(s, p) for s in specs for p in precisions if p in s.interfaces]
+    return [(s, p) for s in specs for p in precisions if p in s.precisions]
 
 
 def cmd_validate_tasks(args: argparse.Namespace) -> int:
@@ -198,14 +203,17 @@ def cmd_validate_tasks(args: argparse.Namespace) -> int:
         )
     if args.json:
         Path(args.json).write_text(json.dumps(evaluations, indent=1), encoding="utf-8")
-    print(f"{len(evaluations) - failures} of {len(evaluations)} baselines match their CPU reference")
+    print(f"{len(evaluations) - failures} of {len(evaluations)} baselines validated (C/CUDA: against the CPU "
+          "reference; KernelBench: the Model runs, finite and deterministic; task.yaml: the original passes its "
+          "harness)")
     return EXIT_FAILED if failures else EXIT_OK
 
 
 def cmd_check_specs(args: argparse.Namespace) -> int:
-    found = discover(Path(args.tasks_root))
+    found = discover_tasks(Path(args.tasks_root))
     for spec in found.specs:
-        print(f"ok    {spec.suite}/{spec.name}  ({', '.join(spec.interfaces)}; {len(spec.sizes)} sizes)")
+        print(f"ok    {spec.suite}/{spec.name}  [{spec.backend}] ({', '.join(spec.precisions)}; "
+              f"{len(spec.sizes)} sizes)")
     for error in found.errors:
         print(f"ERROR {error}")
     print(f"{len(found.specs)} valid, {len(found.errors)} invalid spec(s) under {args.tasks_root}")
@@ -245,6 +253,8 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
             return EXIT_NO_GPU
         saved = []
         for spec, precision in _selected(args):
+            if spec.backend != "cuda":
+                continue  # the census covers the C/CUDA library, as the paper's Appendix A does
             largest = max(spec.sizes, key=spec.complexity_of)
             one_size = dataclasses.replace(spec, sizes=(largest,))
             ev = evaluate_baseline(
@@ -284,7 +294,8 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m worker", description=__doc__)
-    parser.add_argument("--tasks-root", default=str(TASKS_ROOT), help="folder holding <suite>/<op>/spec.toml")
+    parser.add_argument("--tasks-root", default=str(TASKS_ROOT),
+                        help="folder holding <suite>/<op>/spec.toml (or task.yaml)")
     parser.add_argument("--harness-dir", default=str(HARNESS_DIR), help="folder of the shared kw_harness.cuh")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -294,13 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--warmup", type=int, default=3)
         p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="none")
         p.add_argument("--no-baseline-cache", action="store_true", help="time the baseline again")
+        p.add_argument("--torch-compile", action="store_true",
+                       help="KernelBench tasks: also time torch.compile(Model) as the expert reference")
         p.add_argument("--keep", action="store_true", help="keep the scratch folder (printed on stderr)")
         p.add_argument("--json", help="write the full Evaluation as JSON here")
 
     p = sub.add_parser("eval", help="evaluate a candidate against a task's baseline")
     p.add_argument("--task", required=True)
     p.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    p.add_argument("--candidate", required=True, help="the .cu file defining <entry>_optimized")
+    p.add_argument("--candidate", required=True, help="the .cu file defining <entry>_optimized (KernelBench: the "
+                   ".py file defining ModelNew; task.yaml: the solution file)")
     p.add_argument("--flags", help="proposed nvcc command or flags (whitelisted)")
     p.add_argument("--compile-only", action="store_true", help="build only; works without a GPU")
     timing_args(p)
@@ -319,14 +333,15 @@ def build_parser() -> argparse.ArgumentParser:
     timing_args(p)
     p.set_defaults(func=cmd_reference)
 
-    p = sub.add_parser("validate-tasks", help="check every baseline against its CPU reference on the GPU")
+    p = sub.add_parser("validate-tasks", help="check every task's baseline on the GPU (C/CUDA: against its CPU "
+                       "reference)")
     p.add_argument("--task")
     p.add_argument("--precision", choices=PRECISIONS)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--json")
     p.set_defaults(func=cmd_validate_tasks)
 
-    p = sub.add_parser("check-specs", help="validate every spec.toml")
+    p = sub.add_parser("check-specs", help="validate every spec.toml and task.yaml")
     p.set_defaults(func=cmd_check_specs)
 
     p = sub.add_parser("thresholds", help="Otsu thresholds over the baseline profiles of the library")

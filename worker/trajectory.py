@@ -103,11 +103,11 @@ def run_optimize(args) -> int:
     from worker.pipeline import Pipeline, PipelineConfig
     from worker.prompts import HardwareInfo
     from worker.scripted_llm import ScriptedLLM
-    from worker.spec import discover
+    from worker.taskfile import discover_tasks
 
-    found = discover(Path(args.tasks_root))
-    spec = next((s for s in found.specs if s.name == args.task), None)
-    if spec is None or args.precision not in spec.interfaces:
+    found = discover_tasks(Path(args.tasks_root))
+    spec = next((s for s in found.specs if args.task in (s.name, f"{s.suite}/{s.name}")), None)
+    if spec is None or args.precision not in spec.precisions:
         print(f"error: no task {args.task!r} with precision {args.precision} under {args.tasks_root}", file=sys.stderr)
         return 2
     chain = tc.detect()

@@ -25,6 +25,10 @@ Decisions (each also said where it is enforced):
 - The build also sees KW_ARCH (the worker's sm_XX) and the nvcc folder on PATH; the run sees
   runner.env plus KW_ATOL, KW_RTOL (correctness.tolerances), KW_SEED and KW_ARCH.
 - Anti-cheat rules of ours beside the task's patterns (Appendix D's "global rules"), see check_solution.
+- Phases carry worker/evaluate.py's names, so GPU-time accounting needs no special case: compile (every
+  make), check (the candidate's one run: validation and timing together), time_baseline (the shipped
+  solution's run), lock_wait, total. Evaluation.seeds and iters are 1: the harness owns its repetitions.
+- No Nsight Compute profile (options.profile is not used): the harness's kernels are not ours to name.
 """
 
 from __future__ import annotations
@@ -1135,7 +1139,7 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
     ws = _workspace(ctx, role, source)
     timeout = min(o.compile_timeout_s, spec.runner.timeout_sec)
     ctx.progress(f"{spec.name}: build the {role} ({spec.build.cmd})")
-    with ctx.phase("compile" if role == "candidate" else "compile_baseline"):
+    with ctx.phase("compile"):
         res = sandbox.run(spec.build.argv, ws, timeout, env_extra=ctx.build_env(), name="kw-build")
     log = res.output + (f"\n[stopped after the {timeout:.0f} s build limit]" if res.timed_out else "")
     compiled = CompileResult(role=role, ok=res.ok, command=shlex.join(spec.build.argv), log=log,
@@ -1157,7 +1161,7 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
     ctx.progress(f"{spec.name}: run the {role} ({spec.execute.cmd})")
     gpu = ctx.chain.gpu
     assert gpu is not None
-    with ctx.phase("run" if role == "candidate" else "run_baseline"):
+    with ctx.phase("check" if role == "candidate" else "time_baseline"):
         with gpu_lock(gpu.lock_key, o.lock_dir, o.lock_timeout_s) as waited:
             ctx.phases["lock_wait"] = ctx.phases.get("lock_wait", 0.0) + waited
             result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=ctx.run_env(),

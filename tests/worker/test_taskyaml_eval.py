@@ -163,7 +163,7 @@ def test_a_correct_faster_candidate_scores_p_and_expert_speed_from_the_parsed_ti
     assert ev.expert_speedup == pytest.approx(math.prod([2.0, 2.0, 3.0]) ** (1 / 3))  # s_t = t_ref / t_cand
     assert ev.compile.ok and ev.compile.role == "candidate" and ev.compile.command == "make test"
     assert "g++" in ev.compile.log
-    assert {"compile", "run", "compile_baseline", "run_baseline", "lock_wait", "total"} <= set(ev.phases)
+    assert {"compile", "check", "time_baseline", "lock_wait", "total"} <= set(ev.phases)  # evaluate.py's names
     assert Evaluation.from_json(ev.to_json()) == ev
 
 
@@ -171,7 +171,7 @@ def test_the_baseline_times_are_cached_per_task_folder(task, cpu_chain, options)
     first = run(task, FAST, cpu_chain, options)
     second = run(task, FAST, cpu_chain, options)
     assert not first.baseline_cached and second.baseline_cached
-    assert "run_baseline" not in second.phases
+    assert "time_baseline" not in second.phases
     assert [s.baseline for s in second.sizes] == [s.baseline for s in first.sizes]
     (task.directory / "test.cpp").write_text(HARNESS + "// changed\n", encoding="utf-8")
     assert not run(task, FAST, cpu_chain, options).baseline_cached  # a changed folder is timed again
@@ -234,7 +234,7 @@ def test_a_build_failure_is_compile_error_with_makes_output(task, cpu_chain, opt
     assert not ev.compile.ok and ev.compile.role == "candidate" and ev.compile.command == "make test"
     assert "error" in ev.compile.log and "make: ***" in ev.compile.log
     assert ev.reason.startswith("candidate failed to build: `make test` failed (exit status 2): ")
-    assert "run" not in ev.phases
+    assert "check" not in ev.phases
 
 
 def test_a_hang_is_a_timeout(tmp_path, cpu_chain, options):

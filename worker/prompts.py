@@ -262,9 +262,7 @@ def _describe_pytorch(task: Any, precision: str) -> str:
 def _describe_make(task: Any, precision: str) -> str:
     """A task.yaml task: the harness, its commands and its scoring, as the CUDAHercules prompt gives them."""
     tol = task.tolerance(precision)
-    success = task.execute.success
-    checks = [f"exit code {success.exit_code}"] if success.exit_code is not None else []
-    checks += [f"output matching /{success.stdout_regex}/"] if success.stdout_regex else []
+    checks = task.success_checks()
     parts = [
         f"Task: {task.title} (`{task.name}`{', ' + task.domain if task.domain else ''})",
         f"Target GPU: {('sm_' + str(task.hardware.min_sm) + ' or newer') if task.hardware.min_sm else 'any'}",

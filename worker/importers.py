@@ -80,7 +80,7 @@ def convert_kernelbench(files: list[tuple[Path, str]], dest_root: Path | str, le
     `files`: (path, label to report it by). `level`: the level when the folders do not say it (a
     `levelN` folder in the path wins). Level 1 problems are single operators, so their candidates may not
     fall back on PyTorch compute (forbid_torch_compute); levels 2 and 3 may keep some PyTorch operations."""
-    from worker.kernelbench import kernelbench_category, load_pytorch_spec, write_pytorch_task
+    from worker.kernelbench import kernelbench_category, write_pytorch_task
 
     dest_root = Path(dest_root)
     written: list[str] = []
@@ -108,13 +108,13 @@ def convert_kernelbench(files: list[tuple[Path, str]], dest_root: Path | str, le
             continue
         with tempfile.TemporaryDirectory(prefix="kw-kb-") as tmp:
             staged = Path(tmp) / suite / name
-            write_pytorch_task(
-                staged, name=name, suite=suite, model_text=text, category=kernelbench_category(name, file_level),
-                provenance=f"KernelBench level {file_level}, problem {name.split('_', 1)[0]} ({file.name})",
-                precisions=precisions, forbid_torch_compute=file_level == 1,
-            )
             try:
-                load_pytorch_spec(staged / "spec.toml")
+                write_pytorch_task(
+                    staged, name=name, suite=suite, model_text=text,
+                    category=kernelbench_category(name, file_level), precisions=precisions,
+                    provenance=f"KernelBench level {file_level}, problem {name.split('_', 1)[0]} ({file.name})",
+                    forbid_torch_compute=file_level == 1,
+                )
             except SpecError as exc:
                 skipped.append(Skipped(rel, f"[{exc.field}] {exc.message}"))
                 continue

@@ -81,6 +81,8 @@ def discover_tasks(root: Path | str, backends: tuple[str, ...] = BACKENDS) -> Di
         if path.name == "spec.toml" and (path.parent / "task.yaml").is_file():
             errors.append(SpecError(path, "file", "the folder has both spec.toml and task.yaml: keep one"))
             continue
+        if path.name == "task.yaml" and (path.parent / "spec.toml").is_file():
+            continue  # reported once, above
         try:
             if backend_of(path) not in backends:
                 continue

@@ -33,6 +33,8 @@ def stage_and_commit(command: BaseCommand, root: Path, paths: list[Path], option
         out.write(f"  {item.action:<9} {item.target} ({', '.join(item.precisions)})")
     for item in preview.bad_items:
         command.stderr.write(command.style.WARNING(f"  skipped   {item.folder}: {item.error}"))
+    for path in preview.ignored:
+        command.stderr.write(f"  ignored   {path}: in no task folder, not a KernelBench problem file (<id>_<Name>.py)")
     if dry_run or not preview.ok_items:
         import_discard(preview.token)
         if not preview.ok_items:

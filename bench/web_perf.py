@@ -11,8 +11,11 @@ time: view + queries + template, no network):
   - the viewer page of the big run, and its query count;
   - the runs list, first and last page, and filtered;
 
-and, with Redis (REDIS_URL, default redis://127.0.0.1:6379/15), the time from an event's commit to
-its arrival at a websocket client connected to a real daphne server. Prints one table.
+and, with Redis (REDIS_URL, default redis://127.0.0.1:6379/15), the time from an event's append
+(before its commit) to its arrival at a client connected to a real daphne server: a Python websocket
+client, and (where Debian's Chromium is installed, `--no-browser` to skip) the trajectory viewer open in
+headless Chromium, timed in the page when its live-stream script hands the event to the viewer
+(`kw:run-event`; the page and this script read the same wall clock). Prints one table.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -127,6 +131,42 @@ async def event_latency(run_id: int, port: int, cookie: str, count: int) -> list
     return latencies
 
 
+async def browser_latency(run_id: int, port: int, cookie: str, count: int, chromium: str) -> list[float]:
+    """Append events while the viewer of the run is open in Chromium; the page records when each arrives."""
+    from asgiref.sync import sync_to_async
+    from playwright.async_api import async_playwright
+
+    from apps.runs.events import event_append
+
+    base = f"http://127.0.0.1:{port}"
+    arrived: dict[int, float] = {}
+    latencies = []
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        context = await browser.new_context()
+        await context.add_cookies([{"name": "sessionid", "value": cookie, "url": base}])
+        page = await context.new_page()
+        await page.expose_function("kwArrived", lambda seq, at: arrived.__setitem__(seq, at))
+        await page.add_init_script("document.addEventListener('kw:run-event', (e) => "
+                                   "window.kwArrived(e.detail.seq, performance.timeOrigin + performance.now()));")
+        await page.goto(f"{base}/runs/{run_id}/")
+        await page.wait_for_function("document.getElementById('stream-state')?.textContent === 'live'")
+        await asyncio.sleep(0.5)
+        for i in range(count):
+            sent = time.time() * 1000
+            event = await sync_to_async(event_append)(run_id, "bench.ping", {"i": i})
+            for _ in range(2000):
+                if event.seq in arrived:
+                    break
+                await asyncio.sleep(0.002)
+            else:
+                raise RuntimeError(f"event {event.seq} never reached the page")
+            latencies.append(arrived[event.seq] - sent)
+            await asyncio.sleep(0.05)  # the viewer refreshes its fragments after each event, as in a real run
+        await browser.close()
+    return latencies
+
+
 def session_cookie(client) -> str:
     return client.cookies["sessionid"].value
 
@@ -138,6 +178,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--redis", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"))
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium measurement")
     args = parser.parse_args()
     var_dir = Path(tempfile.mkdtemp(prefix="kw-webperf-"))
     setup_django(var_dir, args.redis)
@@ -184,13 +225,24 @@ def main() -> int:
                 break
             time.sleep(0.1)
         latencies = asyncio.run(event_latency(big.pk, port, session_cookie(client), args.events))
+        chromium = None if args.no_browser else shutil.which("chromium") or shutil.which("chromium-browser")
+        in_browser = []
+        if chromium:
+            from apps.runs.models import Run
+
+            Run.objects.filter(pk=big.pk).update(status="running")  # the viewer streams only active runs
+            in_browser = asyncio.run(browser_latency(big.pk, port, session_cookie(client), args.events, chromium))
     finally:
         web.terminate()
         web.wait(10)
-    latencies.sort()
-    print(f"\nevent delivery over Redis to a websocket client, {len(latencies)} events:")
-    print(f"  median {statistics.median(latencies):.1f} ms, p95 {latencies[int(0.95 * (len(latencies) - 1))]:.1f} ms,"
-          f" max {latencies[-1]:.1f} ms")
+    for label, samples in (("a websocket client (Python)", latencies), ("the viewer in headless Chromium", in_browser)):
+        if not samples:
+            print(f"\nevent delivery to {label}: skipped (no chromium on PATH, or --no-browser)")
+            continue
+        samples.sort()
+        print(f"\nevent delivery over Redis to {label}, {len(samples)} events:")
+        print(f"  median {statistics.median(samples):.1f} ms, p95 {samples[int(0.95 * (len(samples) - 1))]:.1f} ms,"
+              f" max {samples[-1]:.1f} ms")
     return 0
 
 

@@ -175,7 +175,7 @@ def test_catalog_pages_show_each_format_for_what_it_is(client, user, examples):
     assert "Interface (task.yaml format)" in page and "<code>make test</code>" in page
     assert "sm_80 or newer" in page and "Original solution file" in page and "reference_vector_add" in page
     api = client.get("/api/tasks/", {"backend": "make"}).json()
-    assert [t["operator"] for t in api["results"]] == ["vector_add"] and api["results"][0]["backend"] == "make"
+    assert [t["operator"] for t in api["results"]] == ["vector_add_make"] and api["results"][0]["backend"] == "make"
 
 
 def test_the_manual_turn_form_follows_the_task_format(client, user, examples):
@@ -237,6 +237,6 @@ def test_expert_relative_speed_comes_from_the_times_measured_with_the_run(user, 
 
     rows = {r.operator: r for r in library_comparison(outcomes_for(experiment, references={})).rows}
     # task.yaml: P 4 over the naive file, the expert 8x over it: s = t_ref / t_gen = 1.0 / 2.0
-    assert rows["vector_add"].reference_score == 8.0 and rows["vector_add"].expert_relative == 0.5
+    assert rows["vector_add_make"].reference_score == 8.0 and rows["vector_add_make"].expert_relative == 0.5
     # KernelBench without torch.compile: eager PyTorch is the expert, so s is the speedup
     assert rows["scale_bias_leaky_relu"].expert_relative == 2.0

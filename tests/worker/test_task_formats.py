@@ -29,7 +29,7 @@ def kb_spec():
 
 
 def yaml_spec():
-    return load_task(EXAMPLE_TASKS / "cudahercules-examples" / "vector_add")
+    return load_task(EXAMPLE_TASKS / "cudahercules-examples" / "vector_add_make")
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -42,7 +42,7 @@ def test_the_shipped_library_holds_all_three_formats():
     assert backends == {"cuda", "pytorch", "make"}
     assert len([s for s in found.specs if s.backend == "cuda"]) == 50
     only = discover_tasks(EXAMPLE_TASKS, backends=("make",))
-    assert [s.name for s in only.specs] == ["vector_add"] and only.specs[0].suite == "cudahercules-examples"
+    assert [s.name for s in only.specs] == ["vector_add_make"] and only.specs[0].suite == "cudahercules-examples"
 
 
 def test_a_folder_with_both_spec_files_or_an_unknown_backend_is_reported_not_loaded(tmp_path):

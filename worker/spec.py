@@ -395,16 +395,13 @@ def _load_reference(path: Path, precisions: tuple[str, ...]) -> LibraryReference
 
 @dataclass(frozen=True)
 class Discovery:
-    specs: tuple[TaskSpec, ...]
+    specs: tuple  # TaskSpec here; any backend's spec from worker.taskfile.discover_tasks
     errors: tuple[SpecError, ...]
 
 
 def discover(root: Path | str) -> Discovery:
-    """Load every `*/*/spec.toml` under root; bad specs are collected, not fatal."""
-    specs, errors = [], []
-    for path in sorted(Path(root).glob("*/*/spec.toml")):
-        try:
-            specs.append(load_spec(path))
-        except SpecError as exc:
-            errors.append(exc)
-    return Discovery(tuple(specs), tuple(errors))
+    """Load every C/CUDA task (`*/*/spec.toml` without another backend) under root; bad specs are collected,
+    not fatal. worker.taskfile.discover_tasks finds the other formats too."""
+    from worker.taskfile import discover_tasks  # it builds on this module
+
+    return discover_tasks(root, backends=("cuda",))

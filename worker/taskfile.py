@@ -13,11 +13,10 @@ docstring), so callers dispatch on `spec.backend` only where the formats really 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from worker.spec import BACKENDS, SpecError, TaskSpec, load_spec
+from worker.spec import BACKENDS, Discovery, SpecError, TaskSpec, load_spec
 
 if TYPE_CHECKING:
     from worker.kernelbench import PyTorchTaskSpec
@@ -64,12 +63,6 @@ def load_task(path: Path | str) -> AnySpec:
     from worker.taskyaml import load_make_spec
 
     return load_make_spec(path)
-
-
-@dataclass(frozen=True)
-class Discovery:
-    specs: tuple[AnySpec, ...]
-    errors: tuple[SpecError, ...]
 
 
 def discover_tasks(root: Path | str, backends: tuple[str, ...] = BACKENDS) -> Discovery:

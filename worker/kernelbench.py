@@ -1213,6 +1213,12 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool)
     ctx.extensions_dir.mkdir(parents=True, exist_ok=True)
     built = _build(ctx, notes)
     if isinstance(built, Evaluation):
+        no_gpu = _no_gpu(ctx)
+        if no_gpu and not compile_only:
+            # Without a GPU the worker may hold a CPU-only PyTorch that cannot build CUDA extensions at all:
+            # the missing GPU is the reason to report, not the candidate.
+            return replace(built, verdict=Verdict.NO_GPU, reason=f"{no_gpu} (the build failed here too: "
+                           f"{built.reason.removeprefix('candidate failed to compile: ')})")
         return built
     if compile_only:
         where = "" if ctx.chain.gpu or ctx.device != "cuda" else f"; no GPU is present ({ctx.chain.gpu_reason})"

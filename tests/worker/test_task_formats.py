@@ -245,3 +245,18 @@ def test_the_runner_refuses_an_unknown_backend():
 
     with pytest.raises(ValueError, match="unknown task backend 'triton'"):
         runner.evaluate(Odd(), "fp32", "", None, EvalOptions())
+
+
+def test_a_kernelbench_candidate_on_a_host_without_a_gpu_ends_with_no_gpu(tmp_path):
+    import dataclasses as dc
+
+    from worker import toolchain
+    from worker.runner import evaluate
+
+    chain = dc.replace(toolchain.detect(), gpu=None, gpu_reason="no GPU in this test")
+    spec = load_task(EXAMPLE_TASKS / "kernelbench-examples" / "matmul_square")
+    source = (EXAMPLE_TASKS.parent / "demo" / "formats" / "matmul_square_tiled.py").read_text()
+    options = EvalOptions(build_cache=str(tmp_path / "cache"), timing_cache=str(tmp_path / "times"))
+    ev = evaluate(spec, "fp32", source, None, options, chain=chain)
+    # A CPU-only PyTorch cannot even build the CUDA extension: the missing GPU is what is reported.
+    assert ev.verdict == Verdict.NO_GPU and "no GPU in this test" in ev.reason

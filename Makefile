@@ -39,6 +39,7 @@ run: migrate static/dist/.built
 	$(BIN)/python manage.py sync_tasks
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python manage.py import_trajectory demo/trajectories/*.json --public --skip-existing
+	@for d in demo/experiments/*/; do $(BIN)/python manage.py import_experiment "$$d" --public --skip-existing || exit 1; done
 	@echo ""
 	@echo "  KernelWeb is starting at http://$(HOST):$(PORT)/  (Ctrl-C stops the web server and the worker)"
 	@echo ""

@@ -13,8 +13,10 @@ class Command(BaseCommand):
                                              "(default: the first superuser)")
         parser.add_argument("--public", action="store_true", help="visible to every signed-in user")
         parser.add_argument("--force", action="store_true", help="import runs again even if already loaded")
+        parser.add_argument("--skip-existing", action="store_true",
+                            help="do nothing (and succeed) when the experiment's runs are already loaded")
 
-    def handle(self, *args, path, owner=None, public=False, force=False, **options):
+    def handle(self, *args, path, owner=None, public=False, force=False, skip_existing=False, **options):
         User = get_user_model()
         user = (User.objects.filter(username=owner).first() if owner
                 else User.objects.filter(is_superuser=True).order_by("pk").first())
@@ -23,6 +25,9 @@ class Command(BaseCommand):
         try:
             experiment = experiment_import(path, owner=user, public=True if public else None, force=force)
         except ValueError as exc:  # ExperimentBundleError, TrajectoryImportError, a broken trajectory file
+            if skip_existing and "already run" in str(exc):
+                self.stdout.write(f"  skipped   {path}: already imported ({exc})")
+                return
             raise CommandError(str(exc)) from exc
         runs = experiment.members.exclude(run=None).count()
         self.stdout.write(f"  imported  {path} -> experiment {experiment.pk} ({experiment.name}), {runs} runs")

@@ -12,116 +12,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from worker import ncu
 from worker import toolchain as tc
-from worker.build import HARNESS_DIR, BuildResult, build, harness_hash
-from worker.gpu_lock import GpuLockTimeout, gpu_lock
+from worker.build import BuildResult, build, harness_hash
+from worker.evalctx import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
 from worker.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness, timing_of
 from worker.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
 from worker.scoring import score_sizes
 from worker.spec import TaskSpec
 from worker.static_checks import baseline_kernel_names, check_source
 
-Progress = Callable[[str], None]
 
+class _Context(EvalContext):
+    """A C/CUDA evaluation: the linked harness and the libraries a library reference may link."""
 
-@dataclass(frozen=True)
-class EvalOptions:
-    seeds: int = 3
-    seed_base: int = 20251122
-    warmup: int = 3
-    iters: int = 50
-    profile: str = "none"  # filtered | full | none
-    thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)
-    use_baseline_cache: bool = True
-    check_timeout_s: float = 180.0
-    time_timeout_s: float = 600.0
-    profile_timeout_s: float = 600.0
-    memcheck_timeout_s: float = 900.0
-    compile_timeout_s: float = 300.0
-    lock_timeout_s: float = 3600.0
-    harness_dir: str = str(HARNESS_DIR)
-    build_cache: str | None = None  # None: KW_BUILD_CACHE or ~/.cache/kernelweb/build
-    timing_cache: str | None = None  # None: KW_TIMING_CACHE or ~/.cache/kernelweb/baseline-times
-    lock_dir: str | None = None
-    keep_work_dir: bool = False
-    # KernelBench (pytorch) tasks: where the modules run ("cpu" only in tests of the protocol on a
-    # machine without a GPU), correctness trials, and whether torch.compile is timed as the expert reference.
-    torch_device: str = "cuda"
-    torch_trials: int = 5
-    torch_compile: bool = False
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
-class _Context:
-    """What one evaluation carries around: options, tools, its scratch folder, progress, phase clock."""
-
-    def __init__(
-        self,
-        spec: TaskSpec,
-        precision: str,
-        options: EvalOptions,
-        chain: tc.Toolchain | None,
-        work_dir: Path | str | None,
-        progress: Progress | None,
-    ):
-        self.spec, self.precision, self.options = spec, precision, options
-        self.chain = chain or tc.detect()
-        self.progress = progress or _quiet
-        self.phases: dict[str, float] = {}
-        self._own_dir = work_dir is None
-        self.work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"kw-{spec.name}-"))
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.started = time.monotonic()
+    def __init__(self, spec: TaskSpec, precision: str, options: EvalOptions | None, chain: tc.Toolchain | None,
+                 work_dir: Path | str | None, progress: Progress | None):
+        super().__init__(spec, precision, options, chain, work_dir, progress)
         self.exe = ""  # the linked harness, once built
         self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
-
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        start = time.monotonic()
-        try:
-            yield
-        finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - start
-
-    @contextmanager
-    def gpu(self) -> Iterator[None]:
-        gpu = self.chain.gpu
-        assert gpu is not None
-        with gpu_lock(gpu.lock_key, self.options.lock_dir, self.options.lock_timeout_s) as waited:
-            self.phases["lock_wait"] = self.phases.get("lock_wait", 0.0) + waited
-            yield
-
-    def cleanup(self) -> None:
-        if self._own_dir and not self.options.keep_work_dir:
-            shutil.rmtree(self.work, ignore_errors=True)
-
-    def base(self, **fields: Any) -> Evaluation:
-        self.phases["total"] = time.monotonic() - self.started
-        return Evaluation(
-            task=self.spec.name,
-            precision=self.precision,
-            gpu=self.chain.gpu.name if self.chain.gpu else "",
-            toolchain=self.chain.describe(),
-            seeds=self.options.seeds,
-            iters=self.options.iters,
-            phases=dict(self.phases),
-            **fields,
-        )
 
     def sizes(self) -> list[SizeResult]:
         return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
@@ -172,7 +87,7 @@ def evaluate(
     progress: Progress | None = None,
 ) -> Evaluation:
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return _guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
+    return guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
 
 
 def evaluate_baseline(
@@ -186,7 +101,7 @@ def evaluate_baseline(
 ) -> Evaluation:
     """Round 0: time (and optionally profile) the baseline alone."""
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return _guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx))
+    return guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx))
 
 
 def evaluate_reference(
@@ -208,7 +123,7 @@ def evaluate_reference(
         return ctx.base(verdict=Verdict.REJECTED, kind="reference",
                         reason=f"{spec.name} has no library reference for {precision} (no reference.toml entry)")
     ctx.trusted_libraries = spec.reference.libraries
-    return _guarded(ctx, "reference", lambda: replace(
+    return guarded(ctx, "reference", lambda: replace(
         _evaluate(ctx, source.read_text(encoding="utf-8"), None, compile_only, trusted=True), kind="reference"))
 
 
@@ -223,17 +138,7 @@ def validate(
 ) -> Evaluation:
     """The baseline against the task's CPU reference, every size and seed (kind='validate')."""
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return _guarded(ctx, "validate", lambda: _validate(ctx))
-
-
-def _guarded(ctx: _Context, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
-    """Run an entry point's steps: a GPU that never frees up is a timeout verdict; scratch is always removed."""
-    try:
-        return steps()
-    except GpuLockTimeout as exc:
-        return ctx.base(verdict=Verdict.TIMEOUT, kind=kind, reason=f"the GPU stayed busy: {exc}")
-    finally:
-        ctx.cleanup()
+    return guarded(ctx, "validate", lambda: _validate(ctx))
 
 
 def _validate(ctx: _Context) -> Evaluation:
@@ -540,14 +445,6 @@ def _memcheck(ctx: _Context, impl: str, size_index: int | None) -> str:
 # ---------------------------------------------------------------- baseline timing cache
 
 
-def _timing_cache_dir(options: EvalOptions) -> Path:
-    return Path(
-        options.timing_cache
-        or os.environ.get("KW_TIMING_CACHE")
-        or Path.home() / ".cache" / "kernelweb" / "baseline-times"
-    )
-
-
 def baseline_cache_key(ctx: _Context) -> str:
     spec, o = ctx.spec, ctx.options
     parts = {
@@ -570,7 +467,7 @@ def baseline_cache_key(ctx: _Context) -> str:
 
 def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation, bool]:
     o = ctx.options
-    path = _timing_cache_dir(o) / f"{ctx.spec.name}-{ctx.precision}-{baseline_cache_key(ctx)}.json"
+    path = timing_cache_dir(o) / f"{ctx.spec.name}-{ctx.precision}-{baseline_cache_key(ctx)}.json"
     if o.use_baseline_cache and path.is_file():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -592,21 +489,13 @@ def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation,
         ), False
     times = _timings(run.data)
     if len(times) == len(ctx.spec.sizes):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(
-                {
-                    "task": ctx.spec.name,
-                    "precision": ctx.precision,
-                    "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
-                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                    "timings": {str(k): v.to_dict() for k, v in times.items()},
-                },
-                fh,
-                indent=1,
-            )
-        os.replace(tmp, path)
+        write_json_atomic(path, {
+            "task": ctx.spec.name,
+            "precision": ctx.precision,
+            "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "timings": {str(k): v.to_dict() for k, v in times.items()},
+        })
     return times, False
 
 

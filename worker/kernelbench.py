@@ -32,26 +32,21 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from worker import sandbox
 from worker import toolchain as tc
-from worker.gpu_lock import GpuLockTimeout, gpu_lock
+from worker.evalctx import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
 from worker.harness import HARNESS_LIMITS, classify_crash, read_result
 from worker.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
 from worker.scoring import score_sizes
 from worker.spec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance
 from worker.static_checks import DEVICE_CONTROL, SYSTEM, SYSTEM_TYPES, TIMING, StaticReport, Violation, strip_comments
 
-if TYPE_CHECKING:  # worker.evaluate may import this backend: importing it at run time would be circular
-    from worker.evaluate import EvalOptions
-
 HARNESS = Path(__file__).with_name("torch_harness.py")
-Progress = Callable[[str], None]
 
 # ================================================================ the task spec
 
@@ -982,8 +977,8 @@ def _crash_of(res: sandbox.SandboxResult, data: dict[str, Any] | None, has_outpu
     return replace(crash, size_index=0) if crash is not None else None
 
 
-class _Context:
-    """What one evaluation carries: spec, options, tools, scratch folder, phase clock, child environment."""
+class _Context(EvalContext):
+    """A KernelBench evaluation: where the modules run, the candidate file, its extension folder, the arch list."""
 
     def __init__(
         self,
@@ -994,55 +989,16 @@ class _Context:
         work_dir: Path | str | None,
         progress: Progress | None,
     ):
-        if options is None:
-            from worker.evaluate import EvalOptions
-
-            options = EvalOptions()
-        self.spec, self.precision, self.options = spec, precision, options
-        self.chain = chain or tc.detect()
-        self.progress = progress or (lambda _: None)
-        self.device = options.torch_device
-        self.phases: dict[str, float] = {}
-        self.started = time.monotonic()
-        self._own_dir = work_dir is None
-        self.work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"kw-{spec.name}-"))
-        self.work.mkdir(parents=True, exist_ok=True)
+        super().__init__(spec, precision, options, chain, work_dir, progress)
+        self.device = self.options.torch_device
         self.candidate_path: Path | None = None
         self.extensions_dir: Path | None = None
         self.arch_list = _arch_list(self.chain) if self.device == "cuda" else ""
 
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        start = time.monotonic()
-        try:
-            yield
-        finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - start
-
-    @contextmanager
-    def gpu(self) -> Iterator[None]:
-        key = self.chain.gpu.lock_key if self.chain.gpu else "cpu"
-        with gpu_lock(key, self.options.lock_dir, self.options.lock_timeout_s) as waited:
-            self.phases["lock_wait"] = self.phases.get("lock_wait", 0.0) + waited
-            yield
-
-    def cleanup(self) -> None:
-        if self._own_dir and not self.options.keep_work_dir:
-            shutil.rmtree(self.work, ignore_errors=True)
-
-    def base(self, **fields: Any) -> Evaluation:
-        self.phases["total"] = time.monotonic() - self.started
-        fields.setdefault("kind", "candidate")
-        return Evaluation(
-            task=self.spec.name,
-            precision=self.precision,
-            gpu=self.chain.gpu.name if self.chain.gpu else "",
-            toolchain={**self.chain.describe(), "torch": torch_version() or "missing", "torch_device": self.device},
-            seeds=self.options.torch_trials,
-            iters=self.options.iters,
-            phases=dict(self.phases),
-            **fields,
-        )
+    def evaluation_fields(self) -> dict[str, Any]:
+        return {"seeds": self.options.torch_trials, "iters": self.options.iters,
+                "toolchain": {**self.chain.describe(), "torch": torch_version() or "missing",
+                              "torch_device": self.device}}
 
     def size(self, **fields: Any) -> SizeResult:
         params = dict(self.spec.sizes[0]) if self.spec.sizes else {}
@@ -1118,7 +1074,9 @@ def _arch_list(chain: tc.Toolchain) -> str:
 
 
 def _guarded(ctx: _Context, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
-    try:
+    """The shared guard (worker.evalctx.guarded), after two checks of this backend's own."""
+
+    def checked() -> Evaluation:
         if ctx.precision not in ctx.spec.precisions:
             return ctx.base(verdict=Verdict.REJECTED, kind=kind,
                             reason=f"{ctx.spec.name} has no {ctx.precision} variant ({', '.join(ctx.spec.precisions)})")
@@ -1128,10 +1086,8 @@ def _guarded(ctx: _Context, kind: str, steps: Callable[[], Evaluation]) -> Evalu
                             reason="PyTorch is not installed in the worker's Python: pytorch tasks need it "
                                    "(a worker problem, not the candidate's)")
         return steps()
-    except GpuLockTimeout as exc:
-        return ctx.base(verdict=Verdict.TIMEOUT, kind=kind, reason=f"the GPU stayed busy: {exc}")
-    finally:
-        ctx.cleanup()
+
+    return guarded(ctx, kind, checked)
 
 
 def _no_gpu(ctx: _Context) -> str | None:
@@ -1391,14 +1347,6 @@ def _memcheck(ctx: _Context) -> str:
 # ---------------------------------------------------------------- timing of Model and torch.compile (cached)
 
 
-def _timing_cache_dir(options: EvalOptions) -> Path:
-    return Path(
-        options.timing_cache
-        or os.environ.get("KW_TIMING_CACHE")
-        or Path.home() / ".cache" / "kernelweb" / "baseline-times"
-    )
-
-
 def timing_cache_key(ctx: _Context, impl: str) -> str:
     o = ctx.options
     parts = {
@@ -1422,7 +1370,7 @@ def _times(ctx: _Context, impl: str) -> tuple[TimingStats | Evaluation, bool]:
     """The eager Model's (impl='model') or torch.compile's (impl='compile') timing, from the cache when it
     was measured for this task, precision, GPU model, torch, model file and harness."""
     o = ctx.options
-    path = _timing_cache_dir(o) / f"{ctx.spec.name}-{ctx.precision}-{impl}-{timing_cache_key(ctx, impl)}.json"
+    path = timing_cache_dir(o) / f"{ctx.spec.name}-{ctx.precision}-{impl}-{timing_cache_key(ctx, impl)}.json"
     what = "torch.compile(Model)" if impl == "compile" else "the eager Model"
     if o.use_baseline_cache and path.is_file():
         try:
@@ -1438,13 +1386,9 @@ def _times(ctx: _Context, impl: str) -> tuple[TimingStats | Evaluation, bool]:
         who = f"{what} failed while timing (a task problem, not the candidate's): "
         return _crashed(ctx, run, kind="baseline", who=who), False
     stats = TimingStats.from_dict(run.data["timing"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"task": ctx.spec.name, "precision": ctx.precision, "impl": impl,
-                   "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "", "env": run.data.get("env", {}),
-                   "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "timing": stats.to_dict()}, fh, indent=1)
-    os.replace(tmp, path)
+    write_json_atomic(path, {"task": ctx.spec.name, "precision": ctx.precision, "impl": impl,
+                             "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "", "env": run.data.get("env", {}),
+                             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "timing": stats.to_dict()})
     return stats, False
 
 

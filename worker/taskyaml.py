@@ -40,10 +40,8 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from pathlib import Path, PurePosixPath
@@ -53,15 +51,12 @@ import yaml
 
 from worker import sandbox
 from worker import toolchain as tc
-from worker.evaluate import EvalOptions
-from worker.gpu_lock import GpuLockTimeout, gpu_lock
+from worker.evalctx import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
 from worker.harness import HARNESS_LIMITS, classify_crash
 from worker.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
 from worker.scoring import geometric_mean, score_sizes
 from worker.spec import CATEGORIES, PRECISIONS, SpecError, Tolerance
 from worker.static_checks import SYSTEM, SYSTEM_TYPES, StaticReport, Violation, strip_comments
-
-Progress = Callable[[str], None]
 
 SUPPORTED_BACKENDS = ("class1_make", "make")
 CORRECTNESS_MODES = ("stdout_or_exit", "exit_code", "stdout_regex")
@@ -860,10 +855,6 @@ def quote_output(text: str, limit: int = 5) -> str:
 # ---------------------------------------------------------------- the runner
 
 
-def _quiet(_: str) -> None:
-    pass
-
-
 @dataclass(frozen=True)
 class _Run:
     """One build + run of a solution file in its own workspace."""
@@ -881,35 +872,13 @@ class _Timed:
     compile: CompileResult | None = None
 
 
-class _Context:
-    def __init__(self, spec: MakeTaskSpec, precision: str, options: EvalOptions, chain: tc.Toolchain | None,
-                 work_dir: Path | str | None, progress: Progress | None):
-        self.spec, self.precision, self.options = spec, precision, options
-        self.chain = chain or tc.detect()
-        self.progress = progress or _quiet
-        self.phases: dict[str, float] = {}
-        self._own_dir = work_dir is None
-        self.work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"kw-make-{spec.name}-"))
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.started = time.monotonic()
+class _Context(EvalContext):
+    """A task.yaml evaluation: the harness owns its repetitions, so one seed and one iteration are reported."""
 
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        start = time.monotonic()
-        try:
-            yield
-        finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - start
+    scratch_prefix = "kw-make"
 
-    def cleanup(self) -> None:
-        if self._own_dir and not self.options.keep_work_dir:
-            shutil.rmtree(self.work, ignore_errors=True)
-
-    def base(self, **fields: Any) -> Evaluation:
-        self.phases["total"] = time.monotonic() - self.started
-        return Evaluation(task=self.spec.name, precision=self.precision,
-                          gpu=self.chain.gpu.name if self.chain.gpu else "", toolchain=self.chain.describe(),
-                          seeds=1, iters=1, phases=dict(self.phases), **fields)
+    def evaluation_fields(self) -> dict[str, Any]:
+        return {"seeds": 1, "iters": 1, "toolchain": self.chain.describe()}
 
     def gpu_problem(self) -> str:
         gpu, need = self.chain.gpu, self.spec.hardware.min_sm
@@ -953,7 +922,7 @@ def evaluate_make(
 ) -> Evaluation:
     """Check, build, run and score a candidate solution file. `flags` are not used: the Makefile owns them."""
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return _guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
+    return guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
 
 
 def evaluate_make_baseline(
@@ -968,7 +937,7 @@ def evaluate_make_baseline(
     """Round 0: the shipped solution file, built, validated and timed (cached) alone (kind='baseline').
     Its expert_speedup is the reference's time over the shipped solution's: how far the start is."""
     ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return _guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx, fresh=False))
+    return guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx, fresh=False))
 
 
 def validate_make(
@@ -993,16 +962,7 @@ def validate_make(
                                    f"problem): {msgs[0]}")
         return replace(_evaluate_baseline(ctx, fresh=True), kind="validate")
 
-    return _guarded(ctx, "validate", steps)
-
-
-def _guarded(ctx: _Context, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
-    try:
-        return steps()
-    except GpuLockTimeout as exc:
-        return ctx.base(verdict=Verdict.TIMEOUT, kind=kind, reason=f"the GPU stayed busy: {exc}")
-    finally:
-        ctx.cleanup()
+    return guarded(ctx, "validate", steps)
 
 
 def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool) -> Evaluation:
@@ -1159,12 +1119,8 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
     if not run:
         return _Run(compiled)
     ctx.progress(f"{spec.name}: run the {role} ({spec.execute.cmd})")
-    gpu = ctx.chain.gpu
-    assert gpu is not None
-    with ctx.phase("check" if role == "candidate" else "time_baseline"):
-        with gpu_lock(gpu.lock_key, o.lock_dir, o.lock_timeout_s) as waited:
-            ctx.phases["lock_wait"] = ctx.phases.get("lock_wait", 0.0) + waited
-            result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=ctx.run_env(),
+    with ctx.phase("check" if role == "candidate" else "time_baseline"), ctx.gpu():
+        result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=ctx.run_env(),
                                  limits=HARNESS_LIMITS, name="kw-run")
     return _Run(compiled, result)
 
@@ -1210,9 +1166,7 @@ def _cache_path(ctx: _Context) -> Path:
         "arch": ctx.chain.arch,
     }
     key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
-    folder = Path(o.timing_cache or os.environ.get("KW_TIMING_CACHE")
-                  or Path.home() / ".cache" / "kernelweb" / "baseline-times")
-    return folder / f"make-{spec.suite}-{spec.name}-{key}.json"
+    return timing_cache_dir(o) / f"make-{spec.suite}-{spec.name}-{key}.json"
 
 
 def _baseline_times(ctx: _Context, fresh: bool) -> _Timed | Evaluation:
@@ -1243,10 +1197,7 @@ def _baseline_times(ctx: _Context, fresh: bool) -> _Timed | Evaluation:
                         reason=f"the shipped solution's output does not parse (a task problem, not the "
                                f"candidate's): {problem}; output: {quote_output(run.result.stdout)}")
     cases = tuple((float(k), r) for k, r in times if k is not None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"task": spec.task_id, "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
-                   "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": [list(c) for c in cases]}, fh)
-    os.replace(tmp, path)
+    write_json_atomic(path, {"task": spec.task_id, "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
+                             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                             "cases": [list(c) for c in cases]}, indent=None)
     return _Timed(cases, cached=False, compile=run.compile)

@@ -350,12 +350,15 @@ def test_a_missing_program_after_the_build_is_a_task_problem(tmp_path, cpu_chain
 # ---------------------------------------------------------------- on a GPU
 
 
-GPU_TASK = FIXTURES / "gpu" / "vector_add" / "task.yaml"
+# The shipped example task (make, nvcc, a harness with an "expert" kernel) and its faster candidate.
+REPO = Path(__file__).resolve().parents[2]
+GPU_TASK = REPO / "tasks" / "cudahercules-examples" / "vector_add_make" / "task.yaml"
+FAST_CU = REPO / "demo" / "formats" / "vector_add_make_fast.cu"
 
 
-def test_the_cuda_fixture_task_builds_with_nvcc(no_gpu_chain, options):
+def test_the_example_cuda_task_builds_with_nvcc(no_gpu_chain, options):
     spec = load_make_spec(GPU_TASK)
-    fast = (FIXTURES / "candidates" / "vector_add_fast.cu").read_text(encoding="utf-8")
+    fast = FAST_CU.read_text(encoding="utf-8")
     ev = evaluate_make(spec, "fp32", fast, None, options, compile_only=True, chain=no_gpu_chain)
     assert ev.verdict == Verdict.OK, ev.compile.log if ev.compile else ev.reason
     assert "nvcc" in ev.compile.log and f"-arch={no_gpu_chain.arch}" in ev.compile.log
@@ -371,7 +374,7 @@ def test_a_cuda_task_builds_runs_and_scores_on_the_gpu(chain, tmp_path):
                           keep_work_dir=True)
     baseline = validate_make(spec, "fp32", options, chain=real, work_dir=tmp_path / "validate")
     assert baseline.verdict == Verdict.OK, baseline.reason
-    fast = (FIXTURES / "candidates" / "vector_add_fast.cu").read_text(encoding="utf-8")
+    fast = FAST_CU.read_text(encoding="utf-8")
     ev = evaluate_make(spec, "fp32", fast, None, options, chain=real, work_dir=tmp_path / "candidate")
     assert ev.verdict == Verdict.OK, ev.reason
     assert ev.baseline_cached and len(ev.sizes) == 3

@@ -315,7 +315,8 @@ def test_stdout_regex_mode_ignores_the_exit_code(tmp_path):
 
 @pytest.fixture
 def vector_add_spec() -> MakeTaskSpec:
-    return load_make_spec(FIXTURES / "gpu" / "vector_add" / "task.yaml")
+    return load_make_spec(Path(__file__).resolve().parents[2] / "tasks" / "cudahercules-examples" / "vector_add_make"
+                          / "task.yaml")
 
 
 GOOD = """#include "vector_add.h"

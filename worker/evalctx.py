@@ -1,0 +1,152 @@
+"""What every engine's evaluation shares, whatever the task format.
+
+The options, and one evaluation's context: the spec, the tools, a scratch folder, progress messages, the
+phase clock and the per-GPU lock; `guarded`, which turns a GPU that never frees up into a verdict and
+always removes the scratch folder; the baseline-timing cache's folder and its atomic writes. The C/CUDA
+engine (worker.evaluate), the KernelBench engine (worker.kernelbench) and the task.yaml runner
+(worker.taskyaml) each subclass `EvalContext` with their own steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worker import ncu
+from worker import toolchain as tc
+from worker.build import HARNESS_DIR
+from worker.gpu_lock import GpuLockTimeout, gpu_lock
+from worker.results import Evaluation, Verdict
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    seeds: int = 3
+    seed_base: int = 20251122
+    warmup: int = 3
+    iters: int = 50
+    profile: str = "none"  # filtered | full | none
+    thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)
+    use_baseline_cache: bool = True
+    check_timeout_s: float = 180.0
+    time_timeout_s: float = 600.0
+    profile_timeout_s: float = 600.0
+    memcheck_timeout_s: float = 900.0
+    compile_timeout_s: float = 300.0
+    lock_timeout_s: float = 3600.0
+    harness_dir: str = str(HARNESS_DIR)
+    build_cache: str | None = None  # None: KW_BUILD_CACHE or ~/.cache/kernelweb/build
+    timing_cache: str | None = None  # None: KW_TIMING_CACHE or ~/.cache/kernelweb/baseline-times
+    lock_dir: str | None = None
+    keep_work_dir: bool = False
+    # KernelBench (pytorch) tasks: where the modules run ("cpu" only in tests of the protocol on a
+    # machine without a GPU), correctness trials, and whether torch.compile is timed as the expert reference.
+    torch_device: str = "cuda"
+    torch_trials: int = 5
+    torch_compile: bool = False
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class EvalContext:
+    """One evaluation: its spec and precision, options, tools, scratch folder, progress and phase clock."""
+
+    scratch_prefix = "kw"
+
+    def __init__(
+        self,
+        spec: Any,
+        precision: str,
+        options: EvalOptions | None,
+        chain: tc.Toolchain | None,
+        work_dir: Path | str | None,
+        progress: Progress | None,
+    ):
+        self.spec, self.precision = spec, precision
+        self.options = options or EvalOptions()
+        self.chain = chain or tc.detect()
+        self.progress = progress or _quiet
+        self.phases: dict[str, float] = {}
+        self._own_dir = work_dir is None
+        self.work = Path(work_dir) if work_dir else Path(
+            tempfile.mkdtemp(prefix=f"{self.scratch_prefix}-{spec.name}-"))
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.started = time.monotonic()
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - start
+
+    @contextmanager
+    def gpu(self) -> Iterator[None]:
+        """Hold this GPU's lock (every harness run does; compiles never do); the wait counts as lock_wait."""
+        key = self.chain.gpu.lock_key if self.chain.gpu else "cpu"
+        with gpu_lock(key, self.options.lock_dir, self.options.lock_timeout_s) as waited:
+            self.phases["lock_wait"] = self.phases.get("lock_wait", 0.0) + waited
+            yield
+
+    def cleanup(self) -> None:
+        if self._own_dir and not self.options.keep_work_dir:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    def evaluation_fields(self) -> dict[str, Any]:
+        """What an engine reports about its protocol in every Evaluation (seeds, iterations, toolchain)."""
+        return {"seeds": self.options.seeds, "iters": self.options.iters, "toolchain": self.chain.describe()}
+
+    def base(self, **fields: Any) -> Evaluation:
+        self.phases["total"] = time.monotonic() - self.started
+        return Evaluation(
+            task=self.spec.name,
+            precision=self.precision,
+            gpu=self.chain.gpu.name if self.chain.gpu else "",
+            phases=dict(self.phases),
+            **{**self.evaluation_fields(), **fields},
+        )
+
+
+def guarded(ctx: EvalContext, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
+    """Run an entry point's steps: a GPU that never frees up is a timeout verdict; scratch is always removed."""
+    try:
+        return steps()
+    except GpuLockTimeout as exc:
+        return ctx.base(verdict=Verdict.TIMEOUT, kind=kind, reason=f"the GPU stayed busy: {exc}")
+    finally:
+        ctx.cleanup()
+
+
+def timing_cache_dir(options: EvalOptions) -> Path:
+    """Where baseline timings are cached (per task, GPU, toolchain...; each engine names its files)."""
+    return Path(
+        options.timing_cache
+        or os.environ.get("KW_TIMING_CACHE")
+        or Path.home() / ".cache" / "kernelweb" / "baseline-times"
+    )
+
+
+def write_json_atomic(path: Path, data: Any, indent: int | None = 1) -> None:
+    """Write JSON so that a reader sees the old file or the whole new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=indent)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -173,6 +173,12 @@ def test_screenshots_of_viewer_catalog_and_showcase(page, stack, shots):
     page.screenshot(path=str(shots / "viewer.png"), full_page=True)
     page.click(".tab-bar a[data-tab='profile']")
     page.locator(".tabs").screenshot(path=str(shots / "viewer-profile.png"))
+    fused = stack.query("SELECT r.id FROM runs_run r JOIN catalog_task t ON r.task_id=t.id "
+                        "WHERE t.operator='scale_bias_leaky_relu' AND r.origin LIKE 'import:%'")[0][0]
+    page.goto(f"{stack.url}/runs/{fused}/?turn=1.1")
+    page.wait_for_selector(".turn-toolbar[data-selected='1.1']")
+    assert "load_inline" in page.locator("#diff").inner_text()  # the KernelBench file, side by side
+    page.screenshot(path=str(shots / "viewer-kernelbench.png"), full_page=True)
     page.goto(f"{stack.url}/tasks/")
     page.screenshot(path=str(shots / "catalog.png"), full_page=True)
     page.goto(f"{stack.url}/showcase/")
@@ -180,7 +186,7 @@ def test_screenshots_of_viewer_catalog_and_showcase(page, stack, shots):
     page.click("a[href*='/showcase/'][href*='softmax']")
     page.wait_for_load_state()
     page.screenshot(path=str(shots / "showcase-operator.png"), full_page=True)
-    for name in ("viewer", "viewer-profile", "catalog", "showcase", "showcase-operator"):
+    for name in ("viewer", "viewer-profile", "viewer-kernelbench", "catalog", "showcase", "showcase-operator"):
         assert (shots / f"{name}.png").stat().st_size > 10_000, name
 
 

@@ -290,12 +290,15 @@ def test_export_writes_pages_whose_links_are_all_relative_and_exist(demo, tmp_pa
     out = tmp_path / "site"
     stdout = StringIO()
     call_command("export_showcase", str(out), stdout=stdout, stderr=StringIO())
-    assert "Wrote 4 page(s)" in stdout.getvalue()
+    assert "Wrote 6 page(s)" in stdout.getvalue()
     pages = sorted(out.glob("*.html"))
     assert [p.name for p in pages] == [
-        "index.html", "mskernelbench--dot_product--fp32.html", "mskernelbench--matrix_mul--fp32.html",
-        "mskernelbench--softmax--fp32.html",
+        "cudahercules-examples--vector_add_make--fp32.html", "index.html",
+        "kernelbench-examples--scale_bias_leaky_relu--fp32.html", "mskernelbench--dot_product--fp32.html",
+        "mskernelbench--matrix_mul--fp32.html", "mskernelbench--softmax--fp32.html",
     ]
+    kernelbench = (out / "kernelbench-examples--scale_bias_leaky_relu--fp32.html").read_text()
+    assert "load_inline" in kernelbench and '<span class="k">class</span>' in kernelbench  # Python, highlighted
     checked = 0
     for page in pages:
         html = page.read_text()

@@ -180,9 +180,6 @@ else:
 # The DB tail carries events across processes when no Redis layer does; with
 # Redis it only backfills gaps, so it can poll far less often.
 EVENT_POLL_SECONDS = env_float("EVENT_POLL_SECONDS", 5.0 if REDIS_URL else 0.5, minimum=0.05)
-# Threads that run the websocket consumers' database reads (access check, replay, tail) side by side, instead of
-# Django's one thread for all of them; keep it at or below DB_POOL_MAX_SIZE where a pool is set.
-EVENT_DB_THREADS = env_int("EVENT_DB_THREADS", 8, minimum=1)
 
 # Celery (JSON only, ids in messages, late acks with idempotent claims).
 BROKER_DIR = VAR_DIR / "broker"

@@ -9,7 +9,6 @@ in the embedded mode) is filled in from the table. Clients drop duplicates by se
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -20,13 +19,6 @@ from apps.runs.events import group_name
 from apps.runs.selectors import events_after, run_for_user
 
 BATCH = 500
-# The consumers' reads are independent and read-only: run them on a pool of their own rather than on
-# Django's single thread-sensitive thread, where 200 viewers connecting at once queue one query behind another.
-_READS = ThreadPoolExecutor(max_workers=settings.EVENT_DB_THREADS, thread_name_prefix="kw-events-db")
-
-
-def _read(fn):
-    return database_sync_to_async(fn, thread_sensitive=False, executor=_READS)
 
 
 class RunEventsConsumer(AsyncJsonWebsocketConsumer):
@@ -38,7 +30,7 @@ class RunEventsConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4401)
             return
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
-        if await _read(run_for_user)(user, self.run_id) is None:
+        if await database_sync_to_async(run_for_user)(user, self.run_id) is None:
             await self.close(code=4403)
             return
         after = parse_qs(self.scope.get("query_string", b"").decode()).get("after", ["0"])[0]
@@ -78,7 +70,7 @@ class RunEventsConsumer(AsyncJsonWebsocketConsumer):
     async def catch_up(self):
         async with self.lock:
             while True:
-                events = await _read(events_after)(self.run_id, self.last_seq, BATCH)
+                events = await database_sync_to_async(events_after)(self.run_id, self.last_seq, BATCH)
                 for event in events:
                     await self.send_json(event.as_message())
                     self.last_seq = event.seq

@@ -31,7 +31,6 @@ import shutil
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,7 +42,7 @@ from worker.evalctx import EvalContext, EvalOptions, Progress, guarded, timing_c
 from worker.harness import HARNESS_LIMITS, classify_crash, read_result
 from worker.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
 from worker.scoring import score_sizes
-from worker.spec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance
+from worker.spec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance, read_toml
 from worker.static_checks import DEVICE_CONTROL, SYSTEM, SYSTEM_TYPES, TIMING, StaticReport, Violation, strip_comments
 
 HARNESS = Path(__file__).with_name("torch_harness.py")
@@ -209,12 +208,7 @@ def _title_from(name: str) -> str:
 def load_pytorch_spec(path: Path | str) -> PyTorchTaskSpec:
     """Read and validate a pytorch task's spec.toml and its model file; SpecError names the field."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(path, "file", "does not exist") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(path, "toml", f"is not valid TOML: {exc}") from None
+    data = read_toml(path)
 
     unknown = sorted(set(data) - set(_SPEC_KEYS))
     if unknown:

@@ -251,15 +251,20 @@ def _require(data: dict, key: str, kind: type | tuple, path: Path):
     return value
 
 
-def load_spec(path: Path | str) -> TaskSpec:
-    """Read and validate one spec.toml; raise SpecError naming the field on any problem."""
-    path = Path(path)
+def read_toml(path: Path) -> dict:
+    """A spec file's TOML; SpecError when it is missing or not valid TOML (every spec.toml loader uses it)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError(path, "file", "does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SpecError(path, "toml", f"is not valid TOML: {exc}") from None
+
+
+def load_spec(path: Path | str) -> TaskSpec:
+    """Read and validate one spec.toml; raise SpecError naming the field on any problem."""
+    path = Path(path)
+    data = read_toml(path)
 
     name = _require(data, "name", str, path)
     if not _NAME.match(name):

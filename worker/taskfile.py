@@ -12,11 +12,10 @@ docstring), so callers dispatch on `spec.backend` only where the formats really 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from worker.spec import BACKENDS, Discovery, SpecError, TaskSpec, load_spec
+from worker.spec import BACKENDS, Discovery, SpecError, TaskSpec, load_spec, read_toml
 
 if TYPE_CHECKING:
     from worker.kernelbench import PyTorchTaskSpec
@@ -31,12 +30,7 @@ def backend_of(path: Path | str) -> str:
     path = Path(path)
     if path.name == "task.yaml":
         return "make"
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(path, "file", "does not exist") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(path, "toml", f"is not valid TOML: {exc}") from None
+    data = read_toml(path)
     backend = data.get("backend", "cuda")
     if backend not in ("cuda", "pytorch"):
         hint = " (task.yaml tasks are 'make')" if backend == "make" else ""

@@ -58,7 +58,7 @@ lint: install-dev
 test: install-dev static/dist/.built .cuda-libs/.ready
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not gpu"
-	@if $(BIN)/python -m tests.support.reachable "$(POSTGRES_TEST_URL)"; then \
+	@if $(BIN)/python -m testing.reachable "$(POSTGRES_TEST_URL)"; then \
 	  echo "== again on PostgreSQL ($(POSTGRES_TEST_URL)) =="; \
 	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser and not slow" tests/web; \
 	elif [ -n "$$CI" ]; then echo "PostgreSQL at $(POSTGRES_TEST_URL) is required in CI"; exit 1; \

@@ -1,4 +1,4 @@
-"""The experiment of issue 7 for real on one GPU host: 12 MSKernelBench tasks (vector_add, RELU, dot_product,
+"""The 12-task demo experiment for real on one GPU host: 12 MSKernelBench tasks (vector_add, RELU, dot_product,
 rms_norm, matrix_transpose, prefix_sum in FP32 and BF16), the scripted LLM of demo/experiment/script.json,
 R=1, D=1, one seed, through the whole stack, as a user would drive it.
 
@@ -27,7 +27,7 @@ Costs: the scripted model is priced like GPT-4.1 (--price-in 2, --price-out 8 US
 LLM_PRICES_FILE), so the cost tables are not all zero; the token counts are the script's.
 
 `--simulated-gpu` is a dry run on a machine without a GPU: the Celery worker loads
-tests/support/experiment_gpu.py (a simulated H100 and the expected verdicts in place of the engine).
+testing/experiment_gpu.py (a simulated H100 and the expected verdicts in place of the engine).
 """
 
 from __future__ import annotations
@@ -53,6 +53,19 @@ if str(ROOT) not in sys.path:
 from bench.fullstack import api  # noqa: E402 - the same API helper as the single-run full-stack bench
 
 SCRIPT = ROOT / "demo" / "experiment" / "script.json"
+# What a visitor of the experiment's page reads (also in the recorded demo/experiments/*/experiment.json).
+DESCRIPTION = (
+    "A demonstration recorded on one GPU: six MSKernelBench operators (vector_add, RELU, dot_product, rms_norm, "
+    "matrix_transpose, prefix_sum) in FP32 and BF16, one run each with one round and one debug round. The agents' "
+    "answers are scripted (demo/experiment/script.json) and the kernels hand-written; compiling, checking and "
+    "timing are real. vector_add BF16 and prefix_sum FP32 are fixed in their debug round; dot_product BF16 never "
+    "gets a correct kernel.")
+
+
+def variant_description(operators: list[str], profile_mode: str) -> str:
+    return (f"The same scripted runs of {', '.join(operators)} in FP32 and BF16, with Nsight Compute profiling "
+            f"({profile_mode}): the bottleneck classes of baselines and candidates, and an ablation against the "
+            "experiment without profiling.")
 SUITE = "mskernelbench"
 PRECISIONS = ("all", "fp32", "bf16")
 TABLES = ("success_curve", "fast_p", "geomean_speedup", "operators", "library_comparison", "cost",
@@ -343,7 +356,7 @@ def main() -> int:
         worker = [celery, "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu", "--concurrency", str(args.concurrency),
                   "--loglevel", "INFO"]
         if args.simulated_gpu:
-            worker += ["--include", "tests.support.experiment_gpu"]
+            worker += ["--include", "testing.experiment_gpu"]
         stack.spawn("worker", worker)
         base = f"http://127.0.0.1:{args.port}"
         for _ in range(600):
@@ -371,12 +384,9 @@ def main() -> int:
         endpoints = {e["name"]: e["id"] for e in call(base, "/api/endpoints/", token)["results"]}
 
         # The experiment.
-        main_id = launch(base, token, name="12 tasks · scripted LLM · R1 D1", description=(
-            "Issue 7 on a GPU host: vector_add, RELU, dot_product, rms_norm, matrix_transpose and prefix_sum in "
-            "FP32 and BF16, the scripted conversation of demo/experiment/script.json (vector_add BF16 and "
-            "prefix_sum FP32 fixed in a debug round, dot_product BF16 never valid), run by bench/"
-            "experiment_fullstack.py."), task_ids=[ids[key] for key in expected], endpoint=endpoints["scripted-1"],
-            profile_mode=args.profile_mode, clock=clock)
+        main_id = launch(base, token, name="12 tasks · scripted LLM · R1 D1", description=DESCRIPTION,
+                         task_ids=[ids[key] for key in expected], endpoint=endpoints["scripted-1"],
+                         profile_mode=args.profile_mode, clock=clock)
         started = clock()
         finished, detail = follow(base, token, main_id, clock, args.deadline, args.poll)
         summary["experiment"] = {"id": main_id, "finished": finished, "wall_s": round(clock() - started, 1),
@@ -398,10 +408,8 @@ def main() -> int:
         if args.variant_profile_mode != "off" and operators and left >= args.variant_min_seconds:
             keys = [key for key in expected if key.split("/")[0] in operators]
             variant_id = launch(base, token, name=f"variant · profile {args.variant_profile_mode} · "
-                                f"{len(keys)} tasks", description=(
-                                    f"The experiment {main_id} with Nsight Compute profiling "
-                                    f"({args.variant_profile_mode}) on {', '.join(operators)}: bottleneck classes "
-                                    "and the ablation against no profiling."),
+                                f"{len(keys)} tasks", description=variant_description(operators,
+                                                                                      args.variant_profile_mode),
                                 task_ids=[ids[key] for key in keys], endpoint=endpoints["scripted-2"],
                                 profile_mode=args.variant_profile_mode, clock=clock)
             started = clock()

@@ -1,5 +1,5 @@
 """The whole product on one GPU host: web server, one Celery GPU worker, the embedded broker, a run
-launched through the API and followed over a websocket (issue 9: "a full-stack run on an H100").
+launched through the API and followed over a websocket (recorded in docs/gpu-validation.md).
 
     python3 bench/fullstack.py [--task softmax] [--script demo/scripts/softmax_fp32_demo.json]
 

@@ -1,4 +1,4 @@
-"""Load on one web process, on loopback only, bounded in time and count (issue 9, "load held").
+"""Load on one web process, on loopback only, bounded in time and count (docs/benchmarks.md, "Load").
 
     .venv/bin/python bench/load.py [--viewers 200] [--runs 50] [--rate 2] [--seconds 30]
                                    [--api-clients 16] [--api-requests 2000] [--redis URL]
@@ -212,7 +212,7 @@ def main() -> int:
     args = parser.parse_args()
     if not 1 <= args.viewers <= 2000 or not 1 <= args.runs <= 500 or not 0 < args.seconds <= 600:
         parser.error("bounded: 1..2000 viewers, 1..500 runs, at most 600 s")
-    from tests.support.reachable import reachable
+    from testing.reachable import reachable
 
     if not reachable(args.redis):
         print(f"Redis is not reachable at {args.redis}: the load test needs it", file=sys.stderr)

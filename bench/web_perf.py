@@ -209,7 +209,7 @@ def main() -> int:
     for name, median, p95, queries, size in rows:
         print(f"{name:<34} {median:>10.1f} {p95:>8.1f} {queries:>8} {size:>6}")
 
-    from tests.support.reachable import reachable
+    from testing.reachable import reachable
 
     if not reachable(args.redis):
         print(f"\nevent delivery: skipped, Redis not reachable at {args.redis}")

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from tests.support.reachable import reachable
+from testing.reachable import reachable
 
 REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
 

@@ -1,19 +1,24 @@
-"""Write demo/experiment/script.json: the scripted LLM's side of the 12-task experiment (issue 7).
+"""Write demo/experiment/script.json: the scripted LLM's side of the 12-task demo experiment.
 
 Six MSKernelBench operators in FP32 and BF16, one run each with R=1 and D=1. Every answer of the
-scripted Planner, Coder, Compiler and Debug agents is built here from the kernel files in
-demo/experiment/kernels/, so a reader sees where each answer comes from:
+scripted Planner, Coder, Compiler and Debug agents is built here from kernel files of
+tests/gpu_candidates/ (the one set of hand-written candidates, which the GPU tests evaluate too), so a
+reader sees where each answer comes from:
 
-- `<op>_<precision>.cu`: the candidate the run ends with (the FP32 vector_add, dot_product, rms_norm,
-  matrix_transpose and prefix_sum ones are tests/gpu_candidates/<op>_fast.cu, already measured on a GPU);
-- `<op>_<precision>_attempt1.cu`: a first attempt that fails for real, fixed in the debug round:
-  vector_add BF16 does not compile (a real nvcc error: `__float22bfloat162_rn` takes one float2) and
-  prefix_sum FP32 is wrong (the per-thread scan stores its running sum before adding the element, an
-  exclusive scan); their Debug agent's diagnosis leads to the file above;
-- dot_product BF16 never gets a valid kernel: attempt 1 accumulates with packed `__hfma2` in a
-  `__nv_bfloat162` register, and the "fix" (attempt 2) accumulates in float but still rounds every
-  product to bf16 with `__hmul2`. Both are out of tolerance (simulated in bf16 arithmetic: the error
-  exceeds atol 0.1 at most sizes), so the run keeps the baseline and the analyses count a failure.
+- `<op>_fast.cu` (FP32) and `<op>_bf16_fast.cu`: the candidate the run ends with;
+- a first attempt that fails for real, fixed in the debug round: vector_add BF16 does not compile
+  (`vector_add_bf16_bad_conversion.cu`, a real nvcc error: `__float22bfloat162_rn` takes one float2) and
+  prefix_sum FP32 is wrong (`prefix_sum_exclusive_scan.cu`: the per-thread scan stores its running sum
+  before adding the element, an exclusive scan); their Debug agent's diagnosis leads to the file above;
+- dot_product BF16 never gets a valid kernel: attempt 1 (`dot_product_bf16_hfma2_accumulate.cu`)
+  accumulates with packed `__hfma2` in a `__nv_bfloat162` register, and the "fix"
+  (`dot_product_bf16_rounded_products.cu`) accumulates in float but still rounds every product to bf16
+  with `__hmul2`. Both are out of tolerance (simulated in bf16 arithmetic: the error exceeds atol 0.1 at
+  most sizes), so the run keeps the baseline and the analyses count a failure.
+
+The kernels' text goes into the script verbatim, so editing one of these files changes the recorded
+conversation: tests/worker/test_experiment_script.py fails until script.json is regenerated, and the
+recorded experiment in demo/experiments/ no longer matches it.
 
 Each step is matched by the text only its own task's prompts contain: the user prompt of the Planner,
 Coder and Debug agents names the entry point and the precision ("(`vector_add_bf16`, BF16)"), the Compiler
@@ -48,7 +53,7 @@ from worker.pipeline import ALLOWED_FLAGS_TEXT  # noqa: E402
 from worker.results import SizeResult  # noqa: E402
 from worker.spec import TaskSpec, load_spec  # noqa: E402
 
-KERNELS = HERE / "kernels"
+KERNELS = ROOT / "tests" / "gpu_candidates"  # the hand-written candidates, shared with the GPU tests
 SCRIPT = HERE / "script.json"
 TASKS_DIR = ROOT / "tasks" / "mskernelbench"
 MODEL = "scripted"
@@ -158,18 +163,18 @@ class Scenario:
     # "fails": both candidates fail, the run keeps the baseline
     first_failure: str = ""  # the verdict of attempt 1 when it fails
 
-    @property
-    def slug(self) -> str:
-        return f"{self.op}_{self.precision}"
+    attempts: tuple[str, ...] = ()  # the failing candidates before the final one, file names in KERNELS
 
     @property
     def final_file(self) -> Path:
-        name = f"{self.slug}_attempt2.cu" if self.expect == "fails" else f"{self.slug}.cu"
-        return KERNELS / name
+        """The candidate the run ends with: the valid one, or the last failing attempt."""
+        if self.expect == "fails":
+            return KERNELS / self.attempts[-1]
+        return KERNELS / (f"{self.op}_fast.cu" if self.precision == "fp32" else f"{self.op}_{self.precision}_fast.cu")
 
     @property
     def first_file(self) -> Path:
-        return KERNELS / (f"{self.slug}_attempt1.cu" if self.expect != "ok" else f"{self.slug}.cu")
+        return KERNELS / self.attempts[0] if self.attempts else self.final_file
 
     @property
     def command(self) -> str:
@@ -178,16 +183,17 @@ class Scenario:
 
 SCENARIOS = (
     Scenario("vector_add", "fp32", "ok"),
-    Scenario("vector_add", "bf16", "fixed", "compile_error"),
+    Scenario("vector_add", "bf16", "fixed", "compile_error", ("vector_add_bf16_bad_conversion.cu",)),
     Scenario("RELU", "fp32", "ok"),
     Scenario("RELU", "bf16", "ok"),
     Scenario("dot_product", "fp32", "ok"),
-    Scenario("dot_product", "bf16", "fails", "incorrect"),
+    Scenario("dot_product", "bf16", "fails", "incorrect",
+             ("dot_product_bf16_hfma2_accumulate.cu", "dot_product_bf16_rounded_products.cu")),
     Scenario("rms_norm", "fp32", "ok"),
     Scenario("rms_norm", "bf16", "ok"),
     Scenario("matrix_transpose", "fp32", "ok"),
     Scenario("matrix_transpose", "bf16", "ok"),
-    Scenario("prefix_sum", "fp32", "fixed", "incorrect"),
+    Scenario("prefix_sum", "fp32", "fixed", "incorrect", ("prefix_sum_exclusive_scan.cu",)),
     Scenario("prefix_sum", "bf16", "ok"),
 )
 
@@ -270,7 +276,8 @@ def expectation(s: Scenario) -> dict:
     """What the run should do, for the test and the bench (not read by the scripted server)."""
     spec = spec_of(s.op)
     turns = {"ok": ["ok"], "fixed": [s.first_failure, "ok"], "fails": [s.first_failure, s.first_failure]}[s.expect]
-    candidates = [s.first_file.name] + ([s.final_file.name] if s.expect != "ok" else [])
+    files = [s.first_file] + ([s.final_file] if s.expect != "ok" else [])
+    candidates = [str(f.relative_to(ROOT)) for f in files]
     return {"operator": s.op, "precision": s.precision, "entry": spec.interfaces[s.precision].entry,
             "expect": s.expect, "verdicts": turns, "candidates": candidates, "command": s.command,
             "correct": s.expect != "fails"}
@@ -279,7 +286,7 @@ def expectation(s: Scenario) -> dict:
 def build() -> dict:
     steps = [st for s in SCENARIOS for st in task_steps(s)]
     return {
-        "note": "Generated by demo/experiment/make_script.py from demo/experiment/kernels/; do not edit.",
+        "note": "Generated by demo/experiment/make_script.py from kernels in tests/gpu_candidates/; do not edit.",
         "models": [MODEL],
         "tasks": [expectation(s) for s in SCENARIOS],
         "steps": steps,

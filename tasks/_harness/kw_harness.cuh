@@ -435,6 +435,16 @@ class Buffer {
   }
   Buffer& distinct();  // defined below: values that are pairwise different (see there)
 
+  // Output contract: by default an output is poisoned (kPoisonByte) before every call, so an element the
+  // call does not write reads back as NaN (-1 for int). An output the benchmark zeroes before each call
+  // (an accumulator that kernels atomicAdd into) is declared `.zeroed()`: it starts every call at 0.
+  Buffer& zeroed() {
+    if (role_ != Role::output) fail("harness_error", "zeroed(" + name_ + "): only an output can be zeroed");
+    zeroed_ = true;
+    return *this;
+  }
+  bool is_zeroed() const { return zeroed_; }
+
   template <class T> Buffer& set(const std::vector<T>& values) {
     if (TypeOf<T>::value != type_ || values.size() != count_) {
       fail("harness_error", "set(" + name_ + "): expected " + std::to_string(count_) + " values of type " +
@@ -458,6 +468,7 @@ class Buffer {
   unsigned char* dev_base_ = nullptr;
   void* host_ = nullptr;
   std::vector<unsigned char> result_;
+  bool zeroed_ = false;
 };
 
 // Distinct values, so that order-dependent outputs (top-k) have one right answer.
@@ -594,7 +605,8 @@ class Case {
   void prepare() {
     for (const auto& b : buffers_) {
       if (b->role() == Role::output) {
-        cuda_check(cudaMemset(b->dev(), kPoisonByte, b->bytes()), "poison output " + b->name());
+        const unsigned char fill = b->is_zeroed() ? 0 : kPoisonByte;
+        cuda_check(cudaMemset(b->dev(), fill, b->bytes()), "poison output " + b->name());
       } else {
         cuda_check(cudaMemcpy(b->dev(), b->host(), b->bytes(), cudaMemcpyHostToDevice), "restore input " + b->name());
       }

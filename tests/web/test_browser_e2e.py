@@ -119,7 +119,10 @@ def test_launch_watch_live_navigate_diff_share_and_submit_a_manual_turn(page, st
     page.wait_for_selector("#timeline .turn[data-label='2.0']", timeout=10_000)
     labels = page.locator("#timeline .turn").evaluate_all("els => els.map(e => e.dataset.label)")
     assert labels == ["0.0", "1.0", "1.1", "2.0"]
-    assert "event" in page.locator("#events").inner_text() or page.locator("#events li").count() > 5
+    # the events pane got the run's events live, every seq once and in order, up to the terminal one
+    page.wait_for_selector("#events li:last-child code:text-is('run.succeeded')", timeout=10_000)
+    seqs = page.locator("#events li").evaluate_all("els => els.map(e => Number(e.dataset.seq))")
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > 5, seqs
 
     # open a turn: the panel is swapped in place and the URL follows
     page.click("#timeline .turn[data-label='1.0'] a")

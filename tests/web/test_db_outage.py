@@ -1,4 +1,4 @@
-"""The database unreachable from the worker for a few seconds in the middle of a run (issue 9, faults).
+"""The database unreachable from the worker for a few seconds in the middle of a run: a fault a GPU worker must survive.
 
 A real stack on PostgreSQL and Redis: daphne and `manage.py` talk to PostgreSQL directly, the Celery
 worker (prefork, simulated GPU, scripted LLM) through a TCP proxy whose link the test cuts for 5 s
@@ -15,8 +15,8 @@ from urllib.parse import urlparse, urlunparse
 import psycopg
 import pytest
 
+from testing.reachable import reachable
 from tests.conftest import REDIS_TEST_URL
-from tests.support.reachable import reachable
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, make_stack

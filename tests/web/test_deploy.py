@@ -20,9 +20,9 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.management import get_commands
 
+from testing.reachable import reachable
 from tests.conftest import REDIS_TEST_URL
 from tests.support import fake_nvidia_smi
-from tests.support.reachable import reachable
 from tests.support.stack import ROOT, free_port
 
 DEPLOY = ROOT / "deploy"

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
+from testing.reachable import reachable
 from tests.conftest import REDIS_TEST_URL
-from tests.support.reachable import reachable
 from tests.support.specs import write_task
 from tests.support.stack import Browserless, make_stack
 from worker import toolchain

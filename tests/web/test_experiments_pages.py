@@ -288,7 +288,8 @@ def test_the_detail_page_shows_the_hand_checked_numbers(user, trio):
     row = re.search(r'<tr data-series="all">(.*?)</tr>', page, re.S).group(1)
     assert re.findall(r">([\d.]+%)<", row) == ["66.7%", "33.3%", "33.3%", "0.0%", "0.0%", "0.0%", "0.0%"]
     assert re.search(r'<tr data-series="fp32">', page) and re.search(r'<tr data-series="bf16">', page)
-    assert "2×" in page or "2.00×" in page  # geometric mean √(4·1)
+    # The geometric mean of the correct trials' speedups, √(4·1), in the header's facts.
+    assert re.search(r"<dt>Geomean speedup \(correct\)</dt><dd class=\"big\">2\.00×</dd>", page)
     migration = re.search(r'<table class="grid compact numbers migration">(.*?)</table>', page, re.S).group(1)
     ml_row = re.search(r"<th scope=\"row\">Memory latency bound</th>(.*?)</tr>", migration, re.S).group(1)
     assert re.findall(r">(\d+)</td>", ml_row) == ["1", "0", "1", "2"]  # → CB 1, → ML 0, → MB 1, total 2

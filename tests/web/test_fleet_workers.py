@@ -15,8 +15,8 @@ import time
 
 import pytest
 
+from testing.reachable import reachable
 from tests.conftest import REDIS_TEST_URL
-from tests.support.reachable import reachable
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, Browserless, make_stack

@@ -1,4 +1,4 @@
-"""Redis killed and restarted while a run is in flight and another is queued (issue 9, faults).
+"""Redis killed and restarted while a run is in flight and another is queued: a fault the stack must survive.
 
 A private redis-server (append-only file, fsync always, as the deployment guide asks) is the Celery
 broker and the Channels layer of a real stack: daphne, a Celery prefork worker with a simulated GPU
@@ -19,7 +19,7 @@ import time
 import pytest
 import websockets
 
-from tests.support.reachable import reachable
+from testing.reachable import reachable
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, Browserless, free_port, make_stack

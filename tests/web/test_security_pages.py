@@ -1,5 +1,6 @@
 """Every state-changing page refuses a POST without the CSRF token, and a websocket from another
-origin is refused: the browser-facing checks of the security section (DESIGN §9)."""
+origin is refused: the browser-facing checks of the security model (docs/architecture.md,
+"Design principles")."""
 
 import logging
 

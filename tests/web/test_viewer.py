@@ -39,7 +39,7 @@ def test_the_viewer_shows_header_timeline_best_turn_diff_and_every_tab(client, u
     assert re.search(r'class="turn turn-valid sub selected" data-label="1.1"', html)  # best turn selected
     assert "★" in html
     # the best turn against the baseline: changed lines marked on both sides
-    assert 'class="replace"' in html or 'class="insert"' in html
+    assert 'class="replace"' in html  # a rewritten kernel: replaced lines on both sides
     assert 'data-against="baseline"' in html and "_kernel_optimized" in html
     for tab in ("tab-plan", "tab-compile", "tab-results", "tab-profile", "tab-calls"):
         assert f'id="{tab}"' in html

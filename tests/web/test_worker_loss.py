@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from testing.reachable import reachable
 from tests.conftest import REDIS_TEST_URL
-from tests.support.reachable import reachable
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, make_stack

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.experiment_outcomes import ExpectedOutcomes
+from testing.experiment_outcomes import ExpectedOutcomes
 from worker import prompts
 from worker.evaluate import EvalOptions, evaluate
 from worker.llm import OpenAIChatClient
@@ -29,7 +29,6 @@ from worker.spec import load_spec
 REPO = Path(__file__).parents[2]
 EXPERIMENT = REPO / "demo" / "experiment"
 SCRIPT = EXPERIMENT / "script.json"
-KERNELS = EXPERIMENT / "kernels"
 DATA = json.loads(SCRIPT.read_text(encoding="utf-8"))
 TASKS = DATA["tasks"]
 SPECS = {t["operator"]: load_spec(REPO / "tasks" / "mskernelbench" / t["operator"] / "spec.toml") for t in TASKS}
@@ -68,9 +67,37 @@ class Recorder:
 
 
 def test_script_json_is_what_the_generator_builds_from_the_kernel_files():
-    assert _generator().build() == DATA
+    generator = _generator()
+    assert generator.build() == DATA
+    assert generator.main(["--check"]) == 0  # byte for byte: regenerating the script gives the same file
     steps, models = load_script(SCRIPT)  # the server accepts it
     assert models == ["scripted"] and len(steps) == len(DATA["steps"])
+
+
+RECORDED = sorted(p for p in (REPO / "demo" / "experiments").iterdir() if (p / "experiment.json").is_file())
+
+
+@pytest.mark.parametrize("folder", RECORDED, ids=[p.name for p in RECORDED])
+def test_the_recorded_experiment_was_played_from_this_script_and_these_kernels(folder):
+    # demo/experiments/ holds experiments measured on a GPU with this script: each run's candidates are the
+    # kernel files the script names, its agents' answers are the script's steps for that task, in order, and
+    # the GPU gave each candidate the verdict the script expects.
+    tasks = {(t["operator"], t["precision"]): t for t in TASKS}
+    members = json.loads((folder / "experiment.json").read_text(encoding="utf-8"))["members"]
+    assert members
+    for member in members:
+        run = json.loads((folder / member["trajectory"]).read_text(encoding="utf-8"))
+        task = tasks[(run["task"], run["precision"])]
+        candidates = [t for t in run["turns"] if (t["round_index"], t["debug_index"]) != (0, 0)]
+        name = _task_id(task)
+        assert [t["code"] for t in candidates] == [(REPO / f).read_text(encoding="utf-8").strip()
+                                                   for f in task["candidates"]], name
+        assert [t["verdict"] for t in candidates] == task["verdicts"], name
+        marker = f"(`{task['entry']}`, {task['precision'].upper()})"
+        code_marker = f"void {task['entry']}_optimized("
+        own = [s["content"] for s in DATA["steps"] if s["match"]["user_contains"] in (marker, code_marker)]
+        answers = [call["response"] for turn in run["turns"] for call in turn["agent_calls"]]
+        assert answers == own, name
 
 
 def test_each_task_marker_is_in_its_own_prompts_and_in_no_other_tasks():
@@ -124,7 +151,7 @@ def test_every_run_of_the_experiment_plays_through_the_pipeline_as_expected():
         candidates = [sink.turns[key] for key in sorted(sink.turns) if key != (0, 0)]
         assert result.status == "succeeded", (name, result.reason)
         assert [t.verdict for t in candidates] == task["verdicts"], name
-        assert [t.code for t in candidates] == [(KERNELS / f).read_text(encoding="utf-8").strip()
+        assert [t.code for t in candidates] == [(REPO / f).read_text(encoding="utf-8").strip()
                                                 for f in task["candidates"]], name
         expected_best = {"ok": (1, 0), "fixed": (1, 1), "fails": (0, 0)}[task["expect"]]
         assert result.best_turn == expected_best, name
@@ -144,13 +171,13 @@ CANDIDATES = [(task, name, verdict) for task in TASKS for name, verdict in zip(t
                                                                               strict=True)]
 
 
-@pytest.mark.parametrize(("task", "name", "verdict"), CANDIDATES, ids=[c[1] for c in CANDIDATES])
+@pytest.mark.parametrize(("task", "name", "verdict"), CANDIDATES, ids=[Path(c[1]).name for c in CANDIDATES])
 def test_every_candidate_builds_with_its_scripted_command_as_expected(task, name, verdict, chain, shared_build_cache,
                                                                       tmp_path):
     spec = SPECS[task["operator"]]
     options = EvalOptions(build_cache=str(shared_build_cache), lock_dir=str(tmp_path / "locks"),
                           timing_cache=str(tmp_path / "times"))
-    ev = evaluate(spec, task["precision"], (KERNELS / name).read_text(encoding="utf-8"), task["command"], options,
+    ev = evaluate(spec, task["precision"], (REPO / name).read_text(encoding="utf-8"), task["command"], options,
                   compile_only=True, chain=chain, work_dir=tmp_path / "work")
     assert not [n for n in ev.notes if "flags rejected" in n]  # the Compiler agent's command passes the whitelist
     if verdict == "compile_error":

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.worker.gpu_candidates import CANDIDATE_FILES, CASES, LIBRARY, expected_verdict, task_of
+from testing.gpu_candidates import CANDIDATE_FILES, CASES, LIBRARY, expected_verdict, task_of
 from worker import toolchain as tc
 from worker.evaluate import EvalOptions, evaluate, evaluate_baseline, validate
 from worker.results import Bottleneck, Verdict

@@ -1,16 +1,20 @@
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+import worker.gpu_lock as gpu_lock_module
 from worker.gpu_lock import GpuLockTimeout, gpu_lock
 
 REPO = Path(__file__).parents[2]  # so the child can import worker
 
 
-def test_a_second_holder_waits_for_the_first(tmp_path):
+def test_a_second_holder_waits_for_the_first(tmp_path, monkeypatch):
     holder = textwrap.dedent(f"""
         import sys, time
         from worker.gpu_lock import gpu_lock
@@ -28,10 +32,27 @@ def test_a_second_holder_waits_for_the_first(tmp_path):
                 pass
         with gpu_lock("GPU-other", tmp_path, timeout_s=0.3):  # another GPU is not blocked
             pass
+        # Blocked, the second holder polls; the holder is told to release only during its first wait, so the
+        # lock can only be taken after the release, and the wait it reports covers at least that poll.
+        released = []
+
+        def sleep_then_release(seconds):
+            if not released:
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+                assert proc.wait(timeout=10) == 0
+                released.append(seconds)
+            real_sleep(seconds)
+
+        real_sleep = gpu_lock_module.time.sleep
+        clock = SimpleNamespace(monotonic=time.monotonic, sleep=sleep_then_release)
+        monkeypatch.setattr(gpu_lock_module, "time", clock)
+        with gpu_lock("GPU-test", tmp_path, timeout_s=30, poll_s=0.05) as waited:
+            assert released == [0.05]  # it waited, and took the lock after the release
+            assert waited > 0
     finally:
-        proc.communicate("\n", timeout=10)
-    with gpu_lock("GPU-test", tmp_path, timeout_s=5) as waited:
-        assert waited >= 0
+        if proc.poll() is None:
+            proc.communicate("\n", timeout=10)
 
 
 def test_the_lock_is_released_when_its_holder_dies(tmp_path):
@@ -41,6 +62,9 @@ def test_the_lock_is_released_when_its_holder_dies(tmp_path):
         with gpu_lock("g", {str(tmp_path)!r}):
             os._exit(9)
     """)
-    subprocess.run([sys.executable, "-c", code], cwd=REPO)
-    with gpu_lock("g", tmp_path, timeout_s=2):
-        pass
+    child = subprocess.run([sys.executable, "-c", code], cwd=REPO)
+    assert child.returncode == 9  # it died holding the lock: the file names it as the holder
+    assert (tmp_path / "gpu-g.lock").read_text().strip().isdigit()
+    # Free at the first try: a timeout of 0 raises on any wait.
+    with gpu_lock("g", tmp_path, timeout_s=0):
+        assert (tmp_path / "gpu-g.lock").read_text().strip() == str(os.getpid())

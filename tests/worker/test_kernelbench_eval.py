@@ -272,6 +272,10 @@ def test_a_reference_that_fails_is_a_task_problem(tmp_path, options, stand_in_ch
 # ---------------------------------------------------------------- on a real GPU
 
 GPU_TASKS = FIXTURES / "tasks" / "kb-gpu"
+# The shipped example task and the demo's hand-written candidate for it (demo/formats/).
+REPO = Path(__file__).resolve().parents[2]
+MATMUL_SQUARE = REPO / "tasks" / "kernelbench-examples" / "matmul_square" / "spec.toml"
+MATMUL_TILED = REPO / "demo" / "formats" / "matmul_square_tiled.py"
 
 
 @pytest.fixture(scope="module")
@@ -353,13 +357,15 @@ def test_gpu_a_declared_side_stream_is_refused_before_any_build(gpu_options, gpu
 
 @pytest.mark.gpu
 def test_gpu_a_tiled_matmul_is_correct_and_timed(gpu_options, gpu_chain):
-    ev = gpu_run("matmul", gpu_options, gpu_chain, "cuda_matmul.py")
+    spec = load_pytorch_spec(MATMUL_SQUARE)
+    ev = evaluate_pytorch(spec, "fp32", MATMUL_TILED.read_text(encoding="utf-8"), None, gpu_options, chain=gpu_chain)
     assert ev.verdict == Verdict.OK, ev.reason
-    assert ev.sizes[0].speedup > 0 and ev.sizes[0].params == {"M": 1024, "N": 1024, "K": 1024}
+    size = ev.sizes[0]
+    assert size.params == {"N": 2048} and size.candidate is not None and size.speedup > 0
 
 
 @pytest.mark.gpu
 def test_gpu_the_matmul_reference_validates_against_float64(gpu_options, gpu_chain):
-    spec = load_pytorch_spec(GPU_TASKS / "matmul" / "spec.toml")
+    spec = load_pytorch_spec(MATMUL_SQUARE)
     ev = validate_pytorch(spec, "fp32", gpu_options, chain=gpu_chain)
     assert ev.verdict == Verdict.OK and "agrees with a float64 run" in ev.reason, ev.reason

@@ -56,8 +56,17 @@ def test_the_reference_is_timed_like_a_candidate_with_its_library_linked(task, c
 
 def test_a_candidate_may_not_link_the_references_library(task, cpu_chain, cpu_options):
     spec = load_spec(task / "spec.toml")
+    # Using cuBLAS in the code is refused by the static checks, before any build.
     ev = evaluate(spec, "fp32", REFERENCE, "nvcc -O3 -lcublas", cpu_options, chain=cpu_chain)
-    assert ev.verdict != Verdict.OK  # the flag is refused, the default link lacks cuBLAS
+    assert ev.verdict == Verdict.REJECTED and ev.compile is None, ev.reason
+    assert ev.reason.startswith("RULE forbidden-library") and "cublas" in ev.reason
+    # Asking for the library in the flags alone: the flags are refused, the build uses the defaults.
+    plain = 'extern "C" void scale_optimized(const float* X, float* Y, int N) {\n' \
+            "    for (int i = 0; i < N; ++i) Y[i] = 2.0f * X[i];\n}\n"
+    ev = evaluate(spec, "fp32", plain, "nvcc -O3 -lcublas", cpu_options, chain=cpu_chain)
+    assert ev.verdict == Verdict.OK, ev.reason
+    assert "-lcublas" not in ev.compile.command
+    assert any(n.startswith("compile flags rejected (library '-lcublas' is not allowed") for n in ev.notes), ev.notes
 
 
 def test_a_task_without_a_reference_says_so(cpu_chain, cpu_options):

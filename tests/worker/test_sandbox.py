@@ -43,7 +43,7 @@ def test_kills_a_hanging_child_and_its_grandchild_at_the_timeout(tmp_path):
     """)
     res = sandbox.run(child, tmp_path / "run", timeout_s=2.0, grace_s=0.5)
     assert res.timed_out and not res.ok
-    assert res.signal in (signal.SIGTERM, signal.SIGKILL)
+    assert res.signal == signal.SIGTERM  # the polite signal was enough; the grandchild goes in the sweep
     assert wait_dead(int(pid_file.read_text()))
 
 

@@ -65,7 +65,8 @@ def test_every_backend_offers_the_members_the_app_uses():
         for precision in spec.precisions:
             assert spec.baseline_source(precision).is_file()
             assert all(p.is_file() for p in spec.source_files(precision))
-            assert spec.tolerance(precision).atol >= 0
+            tolerance = spec.tolerance(precision)
+            assert tolerance.atol > 0 and tolerance.rtol > 0 and tolerance.why
         assert spec.directory.is_dir() and spec.title and spec.category and spec.description
         assert all(spec.complexity_of(size) > 0 for size in spec.sizes)
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker.gpu_candidates import CANDIDATE_FILES, LIBRARY, expected_verdict, task_of
+from testing.gpu_candidates import CANDIDATE_FILES, LIBRARY, expected_verdict, task_of
 from worker.build import HARNESS_DIR, build
 from worker.evaluate import EvalOptions, evaluate
 from worker.results import Verdict
@@ -86,5 +86,7 @@ def test_gpu_candidate_reaches_the_gpu_or_is_rejected_as_expected(path, chain, s
     )
     if expected_verdict(path) == Verdict.REJECTED:
         assert ev.verdict == Verdict.REJECTED and ev.compile is None
+    elif expected_verdict(path) == Verdict.COMPILE_ERROR:
+        assert ev.verdict == Verdict.COMPILE_ERROR and ev.compile.role == "candidate" and not ev.compile.ok
     else:
         assert ev.verdict == Verdict.OK and ev.kind == "compile_only", ev.reason

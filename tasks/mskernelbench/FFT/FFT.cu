@@ -1,50 +1,100 @@
-// MSKernelBench baseline: FFT (FP32), forward DFT X_k = sum_n x_n exp(-2 pi i k n / N),
-// unnormalized, natural order; N a power of two.
-//
-// Naive iterative radix-2 Cooley-Tukey (as in the benchmark): a bit-reversal permutation from
-// the input into the output arrays, then log2(N) butterfly passes in place on the outputs,
-// one launch per pass, one thread per butterfly, each thread computing its own twiddle factor.
+// MSKernelBench baseline: FFT (FP32), forward unnormalized radix-2 DFT, as the benchmark's naive version: per call, the inputs copied into fresh device buffers, a bit-reversal table and a twiddle table computed on the host and uploaded, one permutation kernel, then one butterfly kernel per stage (one thread per butterfly, blocks of 256, a synchronize after each launch), the result copied to the outputs and every buffer freed.
 #include <cuda_runtime.h>
 
-__global__ void FFT_bit_reverse_kernel(const float* input_real, const float* input_img, float* output_real,
-                                       float* output_img, int N, int log_n) {
+#include <cmath>
+
+__global__ void FFT_bit_reverse_kernel(float* work_real, float* work_img,
+                                       const float* in_real, const float* in_img, int N,
+                                       const int* bit_rev) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        int j = log_n == 0 ? 0 : (int)(__brev((unsigned int)i) >> (32 - log_n));
-        output_real[i] = input_real[j];
-        output_img[i] = input_img[j];
-    }
+    if (i >= N) return;
+    int src = bit_rev[i];
+    work_real[i] = in_real[src];
+    work_img[i] = in_img[src];
 }
 
-// One pass: butterflies of span 2 * half; twiddle exp(-2 pi i pos / (2 * half)).
-__global__ void FFT_butterfly_kernel(float* re, float* im, int N, int half) {
+// Stage s combines pairs span / 2 apart inside groups of span = 2^s; the pair at offset p in its
+// group uses the twiddle exp(-2 pi i p / span), which is table entry p * N / span.
+__global__ void FFT_butterfly_kernel(float* re, float* im, const float* tw_real,
+                                     const float* tw_img, int N, int stage) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < N / 2) {
-        int pos = t % half;
-        int i1 = (t / half) * 2 * half + pos;
-        int i2 = i1 + half;
-        float s, c;
-        sincospif(-(float)pos / (float)half, &s, &c);
-        float xr = re[i2], xi = im[i2];
-        float tr = c * xr - s * xi;
-        float ti = c * xi + s * xr;
-        float ur = re[i1], ui = im[i1];
-        re[i1] = ur + tr;
-        im[i1] = ui + ti;
-        re[i2] = ur - tr;
-        im[i2] = ui - ti;
-    }
+    if (t >= N / 2) return;
+    int span = 1 << stage;
+    int half = span / 2;
+    int top = (t / half) * span + t % half;
+    int bottom = top + half;
+    float wr = tw_real[(t % half) * (N >> stage)];
+    float wi = tw_img[(t % half) * (N >> stage)];
+    float ar = re[top], ai = im[top];
+    float br = re[bottom], bi = im[bottom];
+    float xr = wr * br - wi * bi;
+    float xi = wr * bi + wi * br;
+    re[top] = ar + xr;
+    im[top] = ai + xi;
+    re[bottom] = ar - xr;
+    im[bottom] = ai - xi;
 }
 
-extern "C" void FFT(const float* input_real, const float* input_img, float* output_real, float* output_img, int N) {
+extern "C" void FFT(const float* input_real, const float* input_img, float* output_real,
+                    float* output_img, int N) {
     int log_n = 0;
     while ((1 << log_n) < N) ++log_n;
-    int threads = 256;
-    FFT_bit_reverse_kernel<<<(N + threads - 1) / threads, threads>>>(input_real, input_img, output_real, output_img, N,
-                                                                    log_n);
-    int butterflies = N / 2;
-    for (int half = 1; half < N; half *= 2) {
-        FFT_butterfly_kernel<<<(butterflies + threads - 1) / threads, threads>>>(output_real, output_img, N, half);
+    size_t bytes = (size_t)N * sizeof(float);
+    size_t tw_bytes = (size_t)(N / 2) * sizeof(float);
+
+    float *in_real, *in_img, *work_real, *work_img, *tw_real, *tw_img;
+    int* bit_rev;
+    cudaMalloc(&in_real, bytes);
+    cudaMalloc(&in_img, bytes);
+    cudaMalloc(&work_real, bytes);
+    cudaMalloc(&work_img, bytes);
+    cudaMemcpy(in_real, input_real, bytes, cudaMemcpyDeviceToDevice);
+    cudaMemcpy(in_img, input_img, bytes, cudaMemcpyDeviceToDevice);
+
+    // Host tables, rebuilt on every call: bit-reversed indices and exp(-2 pi i k / N), k < N / 2
+    // (the angle rounded to float, then cos and sin in double).
+    int* h_bit_rev = new int[N];
+    for (int i = 0; i < N; ++i) {
+        int r = 0;
+        for (int b = 0; b < log_n; ++b) r = (r << 1) | ((i >> b) & 1);
+        h_bit_rev[i] = r;
     }
+    float* h_tw_real = new float[N / 2];
+    float* h_tw_img = new float[N / 2];
+    const double pi = 3.14159265358979323846;
+    for (int k = 0; k < N / 2; ++k) {
+        double angle = (float)(-2.0 * pi * k / N);
+        h_tw_real[k] = (float)std::cos(angle);
+        h_tw_img[k] = (float)std::sin(angle);
+    }
+    cudaMalloc(&bit_rev, (size_t)N * sizeof(int));
+    cudaMemcpy(bit_rev, h_bit_rev, (size_t)N * sizeof(int), cudaMemcpyHostToDevice);
+    cudaMalloc(&tw_real, tw_bytes);
+    cudaMalloc(&tw_img, tw_bytes);
+    cudaMemcpy(tw_real, h_tw_real, tw_bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(tw_img, h_tw_img, tw_bytes, cudaMemcpyHostToDevice);
+
+    int threads = 256;
+    FFT_bit_reverse_kernel<<<(N + threads - 1) / threads, threads>>>(work_real, work_img, in_real, in_img, N,
+                                                                     bit_rev);
+    cudaDeviceSynchronize();
+    for (int stage = 1; stage <= log_n; ++stage) {
+        FFT_butterfly_kernel<<<(N / 2 + threads - 1) / threads, threads>>>(work_real, work_img, tw_real, tw_img,
+                                                                           N, stage);
+        cudaDeviceSynchronize();
+    }
+    cudaMemcpy(output_real, work_real, bytes, cudaMemcpyDeviceToDevice);
+    cudaMemcpy(output_img, work_img, bytes, cudaMemcpyDeviceToDevice);
+
+    cudaFree(in_real);
+    cudaFree(in_img);
+    cudaFree(work_real);
+    cudaFree(work_img);
+    cudaFree(bit_rev);
+    cudaFree(tw_real);
+    cudaFree(tw_img);
+    delete[] h_bit_rev;
+    delete[] h_tw_real;
+    delete[] h_tw_img;
     cudaDeviceSynchronize();
 }

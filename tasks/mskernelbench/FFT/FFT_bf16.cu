@@ -1,77 +1,101 @@
-// MSKernelBench baseline: FFT (BF16), forward DFT X_k = sum_n x_n exp(-2 pi i k n / N),
-// unnormalized, natural order; N a power of two. Computed in float, rounded once to bf16.
-//
-// Naive iterative radix-2 Cooley-Tukey (as in the benchmark): a bit-reversal permutation from
-// the input into float scratch arrays, then log2(N) butterfly passes in place on them, one
-// launch per pass, one thread per butterfly, each thread computing its own twiddle factor;
-// a last kernel rounds the result to the bf16 outputs.
+// MSKernelBench baseline: FFT (BF16), forward unnormalized radix-2 DFT, as the benchmark's naive version: per call, the inputs copied into fresh device buffers, a bit-reversal table and a twiddle table computed on the host and uploaded, one permutation kernel, then one butterfly kernel per stage (one thread per butterfly, blocks of 256, a synchronize after each launch), the result copied to the outputs and every buffer freed. The data are stored as bf16 between stages (each butterfly reads bf16, computes in float and rounds its two results) and the twiddles are bf16.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-__global__ void FFT_bf16_bit_reverse_kernel(const __nv_bfloat16* input_real, const __nv_bfloat16* input_img,
-                                            float* re, float* im, int N, int log_n) {
+#include <cmath>
+
+__global__ void FFT_bf16_bit_reverse_kernel(__nv_bfloat16* work_real, __nv_bfloat16* work_img,
+                                            const __nv_bfloat16* in_real, const __nv_bfloat16* in_img, int N,
+                                            const int* bit_rev) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        int j = log_n == 0 ? 0 : (int)(__brev((unsigned int)i) >> (32 - log_n));
-        re[i] = __bfloat162float(input_real[j]);
-        im[i] = __bfloat162float(input_img[j]);
-    }
+    if (i >= N) return;
+    int src = bit_rev[i];
+    work_real[i] = in_real[src];
+    work_img[i] = in_img[src];
 }
 
-// One pass: butterflies of span 2 * half; twiddle exp(-2 pi i pos / (2 * half)).
-__global__ void FFT_bf16_butterfly_kernel(float* re, float* im, int N, int half) {
+// Stage s combines pairs span / 2 apart inside groups of span = 2^s; the pair at offset p in its
+// group uses the twiddle exp(-2 pi i p / span), which is table entry p * N / span.
+__global__ void FFT_bf16_butterfly_kernel(__nv_bfloat16* re, __nv_bfloat16* im, const __nv_bfloat16* tw_real,
+                                          const __nv_bfloat16* tw_img, int N, int stage) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < N / 2) {
-        int pos = t % half;
-        int i1 = (t / half) * 2 * half + pos;
-        int i2 = i1 + half;
-        float s, c;
-        sincospif(-(float)pos / (float)half, &s, &c);
-        float xr = re[i2], xi = im[i2];
-        float tr = c * xr - s * xi;
-        float ti = c * xi + s * xr;
-        float ur = re[i1], ui = im[i1];
-        re[i1] = ur + tr;
-        im[i1] = ui + ti;
-        re[i2] = ur - tr;
-        im[i2] = ui - ti;
-    }
+    if (t >= N / 2) return;
+    int span = 1 << stage;
+    int half = span / 2;
+    int top = (t / half) * span + t % half;
+    int bottom = top + half;
+    float wr = __bfloat162float(tw_real[(t % half) * (N >> stage)]);
+    float wi = __bfloat162float(tw_img[(t % half) * (N >> stage)]);
+    float ar = __bfloat162float(re[top]), ai = __bfloat162float(im[top]);
+    float br = __bfloat162float(re[bottom]), bi = __bfloat162float(im[bottom]);
+    float xr = wr * br - wi * bi;
+    float xi = wr * bi + wi * br;
+    re[top] = __float2bfloat16(ar + xr);
+    im[top] = __float2bfloat16(ai + xi);
+    re[bottom] = __float2bfloat16(ar - xr);
+    im[bottom] = __float2bfloat16(ai - xi);
 }
 
-__global__ void FFT_bf16_store_kernel(const float* re, const float* im, __nv_bfloat16* output_real,
-                                      __nv_bfloat16* output_img, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        output_real[i] = __float2bfloat16(re[i]);
-        output_img[i] = __float2bfloat16(im[i]);
-    }
-}
-
-// Float scratch (real and imaginary parts), kept between calls (grown when N grows) so that
-// each call does not pay for cudaMalloc/cudaFree.
-static float* FFT_bf16_re = nullptr;
-static float* FFT_bf16_im = nullptr;
-static int FFT_bf16_capacity = 0;
-
-extern "C" void FFT_bf16(const __nv_bfloat16* input_real, const __nv_bfloat16* input_img,
-                         __nv_bfloat16* output_real, __nv_bfloat16* output_img, int N) {
-    if (N > FFT_bf16_capacity) {
-        cudaFree(FFT_bf16_re);
-        cudaFree(FFT_bf16_im);
-        cudaMalloc(&FFT_bf16_re, (size_t)N * sizeof(float));
-        cudaMalloc(&FFT_bf16_im, (size_t)N * sizeof(float));
-        FFT_bf16_capacity = N;
-    }
+extern "C" void FFT_bf16(const __nv_bfloat16* input_real, const __nv_bfloat16* input_img, __nv_bfloat16* output_real,
+                         __nv_bfloat16* output_img, int N) {
     int log_n = 0;
     while ((1 << log_n) < N) ++log_n;
-    int threads = 256;
-    int blocks = (N + threads - 1) / threads;
-    FFT_bf16_bit_reverse_kernel<<<blocks, threads>>>(input_real, input_img, FFT_bf16_re, FFT_bf16_im, N, log_n);
-    int butterflies = N / 2;
-    for (int half = 1; half < N; half *= 2) {
-        FFT_bf16_butterfly_kernel<<<(butterflies + threads - 1) / threads, threads>>>(FFT_bf16_re, FFT_bf16_im, N,
-                                                                                      half);
+    size_t bytes = (size_t)N * sizeof(__nv_bfloat16);
+    size_t tw_bytes = (size_t)(N / 2) * sizeof(__nv_bfloat16);
+
+    __nv_bfloat16 *in_real, *in_img, *work_real, *work_img, *tw_real, *tw_img;
+    int* bit_rev;
+    cudaMalloc(&in_real, bytes);
+    cudaMalloc(&in_img, bytes);
+    cudaMalloc(&work_real, bytes);
+    cudaMalloc(&work_img, bytes);
+    cudaMemcpy(in_real, input_real, bytes, cudaMemcpyDeviceToDevice);
+    cudaMemcpy(in_img, input_img, bytes, cudaMemcpyDeviceToDevice);
+
+    // Host tables, rebuilt on every call: bit-reversed indices and exp(-2 pi i k / N), k < N / 2
+    // (the angle rounded to float, then cos and sin in double).
+    int* h_bit_rev = new int[N];
+    for (int i = 0; i < N; ++i) {
+        int r = 0;
+        for (int b = 0; b < log_n; ++b) r = (r << 1) | ((i >> b) & 1);
+        h_bit_rev[i] = r;
     }
-    FFT_bf16_store_kernel<<<blocks, threads>>>(FFT_bf16_re, FFT_bf16_im, output_real, output_img, N);
+    __nv_bfloat16* h_tw_real = new __nv_bfloat16[N / 2];
+    __nv_bfloat16* h_tw_img = new __nv_bfloat16[N / 2];
+    const double pi = 3.14159265358979323846;
+    for (int k = 0; k < N / 2; ++k) {
+        double angle = (float)(-2.0 * pi * k / N);
+        h_tw_real[k] = __float2bfloat16((float)std::cos(angle));
+        h_tw_img[k] = __float2bfloat16((float)std::sin(angle));
+    }
+    cudaMalloc(&bit_rev, (size_t)N * sizeof(int));
+    cudaMemcpy(bit_rev, h_bit_rev, (size_t)N * sizeof(int), cudaMemcpyHostToDevice);
+    cudaMalloc(&tw_real, tw_bytes);
+    cudaMalloc(&tw_img, tw_bytes);
+    cudaMemcpy(tw_real, h_tw_real, tw_bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(tw_img, h_tw_img, tw_bytes, cudaMemcpyHostToDevice);
+
+    int threads = 256;
+    FFT_bf16_bit_reverse_kernel<<<(N + threads - 1) / threads, threads>>>(work_real, work_img, in_real, in_img, N,
+                                                                          bit_rev);
+    cudaDeviceSynchronize();
+    for (int stage = 1; stage <= log_n; ++stage) {
+        FFT_bf16_butterfly_kernel<<<(N / 2 + threads - 1) / threads, threads>>>(work_real, work_img, tw_real, tw_img,
+                                                                                N, stage);
+        cudaDeviceSynchronize();
+    }
+    cudaMemcpy(output_real, work_real, bytes, cudaMemcpyDeviceToDevice);
+    cudaMemcpy(output_img, work_img, bytes, cudaMemcpyDeviceToDevice);
+
+    cudaFree(in_real);
+    cudaFree(in_img);
+    cudaFree(work_real);
+    cudaFree(work_img);
+    cudaFree(bit_rev);
+    cudaFree(tw_real);
+    cudaFree(tw_img);
+    delete[] h_bit_rev;
+    delete[] h_tw_real;
+    delete[] h_tw_img;
     cudaDeviceSynchronize();
 }

@@ -1,20 +1,22 @@
-// MSKernelBench baseline: MSE_loss (FP32). Naive: one thread per element, each adds its
-// squared difference divided by N to the scalar result with atomicAdd (float
-// accumulation, order decided by the hardware).
+// MSKernelBench baseline: MSE_loss (FP32), loss = sum (X - Y)^2 / N, as the benchmark's naive kernels: grid-stride partial sums atomically added into loss (zeroed by the harness), then one thread divides by N.
 #include <cuda_runtime.h>
 
-__global__ void MSE_loss_kernel(float* loss, const float* X, const float* Y, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
+__global__ void MSE_loss_sum_kernel(float* loss, const float* X, const float* Y, int N) {
+    float partial = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N; i += blockDim.x * gridDim.x) {
         float d = X[i] - Y[i];
-        atomicAdd(loss, d * d / N);
+        partial += d * d;
     }
+    atomicAdd(loss, partial);
 }
 
+__global__ void MSE_loss_divide_kernel(float* loss, float n) { *loss = *loss / n; }
+
 extern "C" void MSE_loss(float* loss, const float* X, const float* Y, int N) {
-    cudaMemset(loss, 0, sizeof(float));
     int threads = 256;
     int blocks = (N + threads - 1) / threads;
-    MSE_loss_kernel<<<blocks, threads>>>(loss, X, Y, N);
+    if (blocks > 1024) blocks = 1024;
+    MSE_loss_sum_kernel<<<blocks, threads>>>(loss, X, Y, N);
+    MSE_loss_divide_kernel<<<1, 1>>>(loss, (float)N);
     cudaDeviceSynchronize();
 }

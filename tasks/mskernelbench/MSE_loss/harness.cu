@@ -1,5 +1,5 @@
-// MSE_loss: loss = (1/N) sum_i (X[i] - Y[i])^2, a float scalar in both precisions (see
-// spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
+// MSE_loss: loss = (1/N) sum_i (X[i] - Y[i])^2, a float scalar in both precisions, zeroed
+// before every call (see spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
 #include "kw_harness.cuh"
 
 using kw::elem_t;
@@ -10,7 +10,7 @@ static void setup(kw::Case& c) {
     const size_t N = c.iparam("N");
     c.input<elem_t>("X", N).uniform(-1, 1);
     c.input<elem_t>("Y", N).uniform(-1, 1);
-    c.output<float>("loss", 1);
+    c.output<float>("loss", 1).zeroed();  // the benchmark's kernels accumulate into it with atomicAdd
 }
 
 static void launch(kw::Case& c, kw::Impl impl) {

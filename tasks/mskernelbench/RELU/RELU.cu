@@ -1,17 +1,13 @@
-// MSKernelBench baseline: RELU (FP32). Naive: one thread per element.
+// MSKernelBench baseline: RELU (FP32), output = max(0, x), as the benchmark's naive kernel: one block of 1024 threads striding over the array.
 #include <cuda_runtime.h>
 
 __global__ void RELU_kernel(float* output, const float* input, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        float x = input[i];
-        output[i] = x > 0.0f ? x : 0.0f;
+    for (int i = threadIdx.x; i < N; i += blockDim.x) {
+        output[i] = fmaxf(0.0f, input[i]);
     }
 }
 
 extern "C" void RELU(float* output, const float* input, int N) {
-    int threads = 256;
-    int blocks = (N + threads - 1) / threads;
-    RELU_kernel<<<blocks, threads>>>(output, input, N);
+    RELU_kernel<<<1, 1024>>>(output, input, N);
     cudaDeviceSynchronize();
 }

@@ -1,14 +1,14 @@
-// MSKernelBench baseline: SwiGLU (BF16), output = g / (1 + e^(-beta g)) * v, computed in float
-// and rounded once. Naive: one thread per element.
+// MSKernelBench baseline: SwiGLU (BF16), output = g / (1 + e^(-beta g)) * v in float, rounded once, as the benchmark's naive kernel: ceil(N / 256) blocks of 256 threads, each block striding over the whole array.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 __global__ void SwiGLU_bf16_kernel(__nv_bfloat16* output, const __nv_bfloat16* gate_input,
                                    const __nv_bfloat16* value_input, float beta, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
+    // The stride starts at threadIdx.x alone, so every block recomputes (and rewrites) all N outputs,
+    // as the benchmark's naive kernel does: its work grows as N * N / 256.
+    for (int i = threadIdx.x; i < N; i += blockDim.x) {
         float g = __bfloat162float(gate_input[i]);
-        float swish = g / (1.0f + expf(-beta * g));
+        float swish = g * (1.0f / (1.0f + expf(-beta * g)));
         output[i] = __float2bfloat16(swish * __bfloat162float(value_input[i]));
     }
 }

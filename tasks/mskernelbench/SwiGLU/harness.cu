@@ -8,7 +8,7 @@ KW_ENTRY(SwiGLU, elem_t* output, const elem_t* gate_input, const elem_t* value_i
 
 static void setup(kw::Case& c) {
     const size_t N = c.iparam("N");
-    c.input<elem_t>("gate_input", N).uniform(-5, 5);
+    c.input<elem_t>("gate_input", N).uniform(-1, 1);
     c.input<elem_t>("value_input", N).uniform(-1, 1);
     c.output<elem_t>("output", N);
 }

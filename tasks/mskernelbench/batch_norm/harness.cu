@@ -10,9 +10,9 @@ KW_ENTRY(batch_norm, elem_t* output, const elem_t* input, const elem_t* gamma, c
 
 static void setup(kw::Case& c) {
     const size_t N = c.iparam("N"), C = c.iparam("C");
-    c.input<elem_t>("input", N * C).normal(0.5, 1);
-    c.input<elem_t>("gamma", C).uniform(0.5, 1.5);
-    c.input<elem_t>("beta", C).uniform(-0.5, 0.5);
+    c.input<elem_t>("input", N * C).uniform(-1, 1);
+    c.input<elem_t>("gamma", C).uniform(-1, 1);
+    c.input<elem_t>("beta", C).uniform(-1, 1);
     c.output<elem_t>("output", N * C);
 }
 

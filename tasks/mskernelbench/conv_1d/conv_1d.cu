@@ -1,6 +1,4 @@
-// MSKernelBench baseline: conv_1d (FP32), "valid" 1D convolution (cross-correlation,
-// kernel not flipped): output has input_size - kernel_size + 1 elements.
-// Naive: one thread per output element.
+// MSKernelBench baseline: conv_1d (FP32), "valid" 1D cross-correlation (input_size - kernel_size + 1 outputs), as the benchmark's naive kernel: one thread per output in blocks of 256, a float sum over the kernel read from global memory.
 #include <cuda_runtime.h>
 
 __global__ void conv_1d_kernel(const float* input, const float* kernel, float* output, int input_size,

@@ -1,6 +1,4 @@
-// MSKernelBench baseline: conv_1d (BF16), "valid" 1D convolution (cross-correlation,
-// kernel not flipped), float accumulation, one rounding per output element.
-// Naive: one thread per output element.
+// MSKernelBench baseline: conv_1d (BF16), "valid" 1D cross-correlation (input_size - kernel_size + 1 outputs), as the benchmark's naive kernel: one thread per output in blocks of 256, a float sum over the kernel read from global memory, one rounding to bf16.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

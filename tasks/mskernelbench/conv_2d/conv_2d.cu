@@ -1,6 +1,4 @@
-// MSKernelBench baseline: conv_2d (FP32), "valid" 2D convolution (cross-correlation,
-// kernel not flipped): output is (input_rows - kernel_rows + 1) x (input_cols -
-// kernel_cols + 1), row-major. Naive: one thread per output element.
+// MSKernelBench baseline: conv_2d (FP32), "valid" 2D cross-correlation, row-major, as the benchmark's naive kernel: one thread per output in 16 x 16 blocks, a float sum over the kernel window read from global memory.
 #include <cuda_runtime.h>
 
 __global__ void conv_2d_kernel(const float* input, const float* kernel, float* output, int input_rows,

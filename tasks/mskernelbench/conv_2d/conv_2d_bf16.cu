@@ -1,6 +1,4 @@
-// MSKernelBench baseline: conv_2d (BF16), "valid" 2D convolution (cross-correlation,
-// kernel not flipped), float accumulation, one rounding per output element.
-// Naive: one thread per output element.
+// MSKernelBench baseline: conv_2d (BF16), "valid" 2D cross-correlation, row-major, as the benchmark's naive kernel: one thread per output in 16 x 16 blocks, a float sum over the kernel window read from global memory, one rounding to bf16.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

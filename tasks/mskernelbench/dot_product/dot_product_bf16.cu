@@ -1,19 +1,22 @@
-// MSKernelBench baseline: dot_product (BF16 inputs, float result). Naive: one thread
-// per element, each adds its product (exact in float) to the result with atomicAdd.
+// dot_product (BF16 in, float out): loss += sum X[i]*Y[i]; follows the benchmark's naive kernel (grid-stride float partial sums, one atomicAdd per thread into the zeroed loss).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-__global__ void dot_product_bf16_kernel(float* loss, const __nv_bfloat16* X, const __nv_bfloat16* Y, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        atomicAdd(loss, __bfloat162float(X[i]) * __bfloat162float(Y[i]));
+__global__ void dot_product_bf16_kernel(float* loss, const __nv_bfloat16* X, const __nv_bfloat16* Y, const int N) {
+    int first = blockIdx.x * blockDim.x + threadIdx.x;
+    int step = blockDim.x * gridDim.x;
+    float partial = 0.0f;
+    for (int i = first; i < N; i += step) {
+        partial += __bfloat162float(X[i]) * __bfloat162float(Y[i]);
     }
+    if (partial != 0.0f) atomicAdd(loss, partial);
 }
 
+// loss[0] must be 0 on entry (the harness zeroes it before every call, as the benchmark does).
 extern "C" void dot_product_bf16(float* loss, const __nv_bfloat16* X, const __nv_bfloat16* Y, const int N) {
-    cudaMemset(loss, 0, sizeof(float));
     int threads = 256;
     int blocks = (N + threads - 1) / threads;
+    if (blocks > 1024) blocks = 1024;
     dot_product_bf16_kernel<<<blocks, threads>>>(loss, X, Y, N);
     cudaDeviceSynchronize();
 }

@@ -1,19 +1,15 @@
-// MSKernelBench baseline: elu (BF16), x if x > 0 else alpha * (e^x - 1), computed in float
-// and rounded once. Naive: one thread per element.
+// MSKernelBench baseline: elu (BF16), alpha * (e^x - 1) in float, rounded once, for x < 0, else x, as the benchmark's naive kernel: one block of 1024 threads striding over the array.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 __global__ void elu_bf16_kernel(__nv_bfloat16* output, const __nv_bfloat16* input, int N, float alpha) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
+    for (int i = threadIdx.x; i < N; i += blockDim.x) {
         float x = __bfloat162float(input[i]);
-        output[i] = __float2bfloat16(x > 0.0f ? x : alpha * (expf(x) - 1.0f));
+        output[i] = x < 0.0f ? __float2bfloat16(alpha * (expf(x) - 1.0f)) : input[i];
     }
 }
 
 extern "C" void elu_bf16(__nv_bfloat16* output, const __nv_bfloat16* input, const int N, float alpha) {
-    int threads = 256;
-    int blocks = (N + threads - 1) / threads;
-    elu_bf16_kernel<<<blocks, threads>>>(output, input, N, alpha);
+    elu_bf16_kernel<<<1, 1024>>>(output, input, N, alpha);
     cudaDeviceSynchronize();
 }

@@ -1,6 +1,4 @@
-// MSKernelBench baseline: high_order_contraction (BF16),
-// C[a,b,c] = sum_{x,y} A[a,x,b,y] * B[x,c,y], all row-major (last index fastest).
-// Naive: one thread per element of C, float accumulation, one rounding to bf16.
+// high_order_contraction (BF16): C[a,b,c] = sum_{x,y} A[a,x,b,y] B[x,c,y], float accumulation, one rounding; follows the benchmark's naive kernel: 256-thread blocks, one thread per element of C.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

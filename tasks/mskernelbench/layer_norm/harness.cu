@@ -9,9 +9,9 @@ KW_ENTRY(layer_norm, elem_t* output, const elem_t* input, const elem_t* weight, 
 
 static void setup(kw::Case& c) {
     const size_t N = c.iparam("N");
-    c.input<elem_t>("input", N).normal(0.5, 1);
-    c.input<elem_t>("weight", N).uniform(0.5, 1.5);
-    c.input<elem_t>("bias", N).uniform(-0.5, 0.5);
+    c.input<elem_t>("input", N).uniform(-1, 1);
+    c.input<elem_t>("weight", N).uniform(-1, 1);
+    c.input<elem_t>("bias", N).uniform(-1, 1);
     c.output<elem_t>("output", N);
 }
 

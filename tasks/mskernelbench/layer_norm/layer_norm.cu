@@ -1,31 +1,62 @@
-// MSKernelBench baseline: layer_norm (FP32), Y = (x - mean) / sqrt(var + eps) * w + b.
-// Naive: one thread per element; every thread recomputes the mean and the (two-pass,
-// biased) variance sequentially (N <= 1024, so no scratch memory).
+// MSKernelBench baseline: layer_norm (FP32), Y = (x - mean) / sqrt(var + eps) * w + b, as the benchmark's naive kernels: grid-stride sums atomically added into scratch the call allocates, mean and variance finished on the host between the kernels.
 #include <cuda_runtime.h>
 
-__global__ void layer_norm_kernel(float* output, const float* input, const float* weight, const float* bias,
-                                  float epsilon, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        float sum = 0.0f;
-        for (int j = 0; j < N; ++j) {
-            sum += input[j];
-        }
-        float mean = sum / N;
-        float sq_sum = 0.0f;
-        for (int j = 0; j < N; ++j) {
-            float d = input[j] - mean;
-            sq_sum += d * d;
-        }
-        float var = sq_sum / N;
-        output[i] = (input[i] - mean) / sqrtf(var + epsilon) * weight[i] + bias[i];
+__global__ void layer_norm_sum_kernel(const float* input, float* sum, int N) {
+    float partial = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N; i += blockDim.x * gridDim.x) {
+        partial += input[i];
+    }
+    if (partial != 0.0f) atomicAdd(sum, partial);
+}
+
+__global__ void layer_norm_sq_dev_kernel(const float* input, const float* mean, float* sum, int N) {
+    float m = *mean, partial = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N; i += blockDim.x * gridDim.x) {
+        float d = input[i] - m;
+        partial += d * d;
+    }
+    if (partial != 0.0f) atomicAdd(sum, partial);
+}
+
+__global__ void layer_norm_apply_kernel(float* output, const float* input, const float* weight, const float* bias,
+                                        const float* mean, const float* var, float epsilon, int N) {
+    float m = *mean, sd = sqrtf(*var + epsilon);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N; i += blockDim.x * gridDim.x) {
+        output[i] = weight[i] * ((input[i] - m) / sd) + bias[i];
     }
 }
 
 extern "C" void layer_norm(float* output, const float* input, const float* weight, const float* bias,
                            const float epsilon, const int N) {
+    float *sum, *sq_sum, *mean, *var;  // device scalars
+    cudaMalloc(&sum, sizeof(float));
+    cudaMalloc(&sq_sum, sizeof(float));
+    cudaMalloc(&mean, sizeof(float));
+    cudaMalloc(&var, sizeof(float));
+    const float zero = 0.0f;
+    cudaMemcpy(sum, &zero, sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(sq_sum, &zero, sizeof(float), cudaMemcpyHostToDevice);
     int threads = 256;
     int blocks = (N + threads - 1) / threads;
-    layer_norm_kernel<<<blocks, threads>>>(output, input, weight, bias, epsilon, N);
+    if (blocks > 1024) blocks = 1024;
+
+    layer_norm_sum_kernel<<<blocks, threads>>>(input, sum, N);
     cudaDeviceSynchronize();
+    float host_value;
+    cudaMemcpy(&host_value, sum, sizeof(float), cudaMemcpyDeviceToHost);
+    host_value /= N;
+    cudaMemcpy(mean, &host_value, sizeof(float), cudaMemcpyHostToDevice);
+
+    layer_norm_sq_dev_kernel<<<blocks, threads>>>(input, mean, sq_sum, N);
+    cudaDeviceSynchronize();
+    cudaMemcpy(&host_value, sq_sum, sizeof(float), cudaMemcpyDeviceToHost);
+    host_value /= N;
+    cudaMemcpy(var, &host_value, sizeof(float), cudaMemcpyHostToDevice);
+
+    layer_norm_apply_kernel<<<blocks, threads>>>(output, input, weight, bias, mean, var, epsilon, N);
+    cudaDeviceSynchronize();
+    cudaFree(sum);
+    cudaFree(sq_sum);
+    cudaFree(mean);
+    cudaFree(var);
 }

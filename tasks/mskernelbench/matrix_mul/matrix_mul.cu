@@ -1,5 +1,4 @@
-// MSKernelBench baseline: matrix_mul (FP32), C(M,N) = A(M,K) B(K,N), row-major.
-// Naive: one thread per element of C, the dot product read from global memory.
+// matrix_mul (FP32): C(M,N) = A(M,K) B(K,N), row-major; follows the benchmark's naive kernel: 16x16 blocks, one thread per element of C, operands read from global memory.
 #include <cuda_runtime.h>
 
 __global__ void matrix_mul_kernel(const float* A, const float* B, float* C, int M, int N, int K) {

@@ -1,5 +1,4 @@
-// MSKernelBench baseline: matrix_mul (BF16), C(M,N) = A(M,K) B(K,N), row-major.
-// Naive: one thread per element of C, float accumulation, one rounding to bf16.
+// matrix_mul (BF16): C(M,N) = A(M,K) B(K,N), float accumulation, one rounding; follows the benchmark's naive kernel: 16x16 blocks, one thread per element of C.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -1,8 +1,4 @@
-// MSKernelBench baseline: matrix_power (FP32), B(N,N) = A(N,N)^P, row-major, P >= 1.
-// Naive: P - 1 products X <- X A, each one thread per element with the dot product read
-// from global memory. B is the only writable argument and a product cannot be formed in
-// place, so a temporary N x N buffer is allocated here (P >= 3); the products alternate
-// between it and B so that the last one lands in B.
+// matrix_power (FP32): B(N,N) = A^P, row-major; follows the benchmark's naive wrapper: three scratch matrices allocated per call, A*A, then P-2 products X*A each copied back, one thread per element (16x16 blocks).
 #include <cuda_runtime.h>
 
 __global__ void matrix_power_kernel(const float* X, const float* A, float* Y, int N) {
@@ -19,22 +15,26 @@ __global__ void matrix_power_kernel(const float* X, const float* A, float* Y, in
 
 extern "C" void matrix_power(const float* A, float* B, int N, int P) {
     const size_t bytes = (size_t)N * N * sizeof(float);
-    if (P <= 1) {  // A^1 = A
+    if (P <= 1) {  // A^1 = A (not among the sizes; the benchmark's wrapper assumes P >= 2)
         cudaMemcpy(B, A, bytes, cudaMemcpyDeviceToDevice);
         cudaDeviceSynchronize();
         return;
     }
-    const int steps = P - 1;
-    float* temp = nullptr;
-    if (steps >= 2) cudaMalloc(&temp, bytes);
+    float *base = nullptr, *power = nullptr, *scratch = nullptr;
+    cudaMalloc(&base, bytes);
+    cudaMalloc(&power, bytes);
+    cudaMalloc(&scratch, bytes);
+    cudaMemcpy(base, A, bytes, cudaMemcpyDeviceToDevice);
     dim3 threads(16, 16);
     dim3 blocks((N + threads.x - 1) / threads.x, (N + threads.y - 1) / threads.y);
-    const float* current = A;
-    for (int s = 1; s <= steps; ++s) {
-        float* next = (steps - s) % 2 == 0 ? B : temp;  // the last step writes B
-        matrix_power_kernel<<<blocks, threads>>>(current, A, next, N);
-        current = next;
+    matrix_power_kernel<<<blocks, threads>>>(base, base, power, N);  // A^2
+    for (int p = 2; p < P; ++p) {                                    // A^(p+1) = A^p * A
+        matrix_power_kernel<<<blocks, threads>>>(power, base, scratch, N);
+        cudaMemcpy(power, scratch, bytes, cudaMemcpyDeviceToDevice);
     }
+    cudaMemcpy(B, power, bytes, cudaMemcpyDeviceToDevice);
+    cudaFree(base);
+    cudaFree(power);
+    cudaFree(scratch);
     cudaDeviceSynchronize();
-    if (temp) cudaFree(temp);
 }

@@ -1,9 +1,4 @@
-// MSKernelBench baseline: matrix_power (BF16), B(N,N) = A(N,N)^P, row-major, P >= 1.
-// Naive: P - 1 products X <- X A, each one thread per element, accumulated in float and
-// rounded to bf16 (every intermediate power is stored in bf16). B is the only writable
-// argument and a product cannot be formed in place, so a temporary N x N buffer is
-// allocated here (P >= 3); the products alternate between it and B so that the last one
-// lands in B.
+// matrix_power (BF16): B(N,N) = A^P, float accumulation, every intermediate power rounded to bf16; follows the benchmark's naive wrapper: three scratch matrices allocated per call, A*A, then P-2 products X*A each copied back, one thread per element (16x16 blocks).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -21,22 +16,26 @@ __global__ void matrix_power_bf16_kernel(const __nv_bfloat16* X, const __nv_bflo
 
 extern "C" void matrix_power_bf16(const __nv_bfloat16* A, __nv_bfloat16* B, int N, int P) {
     const size_t bytes = (size_t)N * N * sizeof(__nv_bfloat16);
-    if (P <= 1) {  // A^1 = A
+    if (P <= 1) {  // A^1 = A (not among the sizes; the benchmark's wrapper assumes P >= 2)
         cudaMemcpy(B, A, bytes, cudaMemcpyDeviceToDevice);
         cudaDeviceSynchronize();
         return;
     }
-    const int steps = P - 1;
-    __nv_bfloat16* temp = nullptr;
-    if (steps >= 2) cudaMalloc(&temp, bytes);
+    __nv_bfloat16 *base = nullptr, *power = nullptr, *scratch = nullptr;
+    cudaMalloc(&base, bytes);
+    cudaMalloc(&power, bytes);
+    cudaMalloc(&scratch, bytes);
+    cudaMemcpy(base, A, bytes, cudaMemcpyDeviceToDevice);
     dim3 threads(16, 16);
     dim3 blocks((N + threads.x - 1) / threads.x, (N + threads.y - 1) / threads.y);
-    const __nv_bfloat16* current = A;
-    for (int s = 1; s <= steps; ++s) {
-        __nv_bfloat16* next = (steps - s) % 2 == 0 ? B : temp;  // the last step writes B
-        matrix_power_bf16_kernel<<<blocks, threads>>>(current, A, next, N);
-        current = next;
+    matrix_power_bf16_kernel<<<blocks, threads>>>(base, base, power, N);  // A^2
+    for (int p = 2; p < P; ++p) {                                    // A^(p+1) = A^p * A
+        matrix_power_bf16_kernel<<<blocks, threads>>>(power, base, scratch, N);
+        cudaMemcpy(power, scratch, bytes, cudaMemcpyDeviceToDevice);
     }
+    cudaMemcpy(B, power, bytes, cudaMemcpyDeviceToDevice);
+    cudaFree(base);
+    cudaFree(power);
+    cudaFree(scratch);
     cudaDeviceSynchronize();
-    if (temp) cudaFree(temp);
 }

@@ -1,5 +1,4 @@
-// MSKernelBench baseline: matrix_scalar_mul (FP32), B(M,N) = scalar * A(M,N), row-major.
-// Naive: one thread per element.
+// matrix_scalar_mul (FP32): B(M,N) = A(M,N) * scalar; follows the benchmark's naive kernel: 16x16 blocks, one thread per element.
 #include <cuda_runtime.h>
 
 __global__ void matrix_scalar_mul_kernel(const float* A, float* B, float scalar, int M, int N) {

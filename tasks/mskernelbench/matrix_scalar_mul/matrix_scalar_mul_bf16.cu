@@ -1,5 +1,4 @@
-// MSKernelBench baseline: matrix_scalar_mul (BF16), B(M,N) = scalar * A(M,N), row-major.
-// Naive: one thread per element, the product computed in float and rounded once to bf16.
+// matrix_scalar_mul (BF16): B(M,N) = A(M,N) * scalar in float, one rounding; follows the benchmark's naive kernel: 16x16 blocks, one thread per element.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -1,5 +1,4 @@
-// MSKernelBench baseline: matrix_vector_mul (FP32), y(M) = A(M,N) x(N), A row-major.
-// Naive: one thread per row, the dot product read from global memory.
+// matrix_vector_mul (FP32): y(M) = A(M,N) x(N); follows the benchmark's naive kernel: 256-thread blocks, one thread per row, sequential dot product.
 #include <cuda_runtime.h>
 
 __global__ void matrix_vector_mul_kernel(const float* A, const float* x, float* y, int M, int N) {

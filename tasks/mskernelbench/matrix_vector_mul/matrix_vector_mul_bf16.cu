@@ -1,5 +1,4 @@
-// MSKernelBench baseline: matrix_vector_mul (BF16), y(M) = A(M,N) x(N), A row-major.
-// Naive: one thread per row, float accumulation, one rounding to bf16.
+// matrix_vector_mul (BF16): y(M) = A(M,N) x(N), float accumulation, one rounding; follows the benchmark's naive kernel: 256-thread blocks, one thread per row.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

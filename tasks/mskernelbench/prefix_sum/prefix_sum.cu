@@ -1,6 +1,4 @@
-// MSKernelBench baseline: prefix_sum (FP32), inclusive scan output[i] = sum of
-// input[0..i]. Naive (as in the benchmark): each thread sums its prefix from the
-// start on its own, in float, so the work is O(N^2).
+// MSKernelBench baseline: prefix_sum (FP32), inclusive scan, as the benchmark's naive kernel: one thread per output in blocks of 256, each summing input[0..i] from the start in float (O(N^2) work).
 #include <cuda_runtime.h>
 
 __global__ void prefix_sum_kernel(float* output, const float* input, int N) {

@@ -1,6 +1,4 @@
-// MSKernelBench baseline: prefix_sum (BF16), inclusive scan output[i] = sum of
-// input[0..i]. Naive: each thread sums its prefix on its own, accumulating in float
-// and rounding once to bf16, so the work is O(N^2).
+// MSKernelBench baseline: prefix_sum (BF16), inclusive scan, as the benchmark's naive kernel: one thread per output in blocks of 256, each summing input[0..i] from the start in float (O(N^2) work), one rounding to bf16.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

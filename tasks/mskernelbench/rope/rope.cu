@@ -1,5 +1,4 @@
-// MSKernelBench baseline: rope (FP32). Rotates each interleaved pair (x[m, 2k], x[m, 2k+1]) of
-// input(M, D) by phi = m * base^(-2k/D). Naive: one thread per pair, angle computed in float.
+// MSKernelBench baseline: rope (FP32), each interleaved pair (x[m, 2k], x[m, 2k+1]) rotated by m * base^(-2k/D), as the benchmark's naive kernel: one thread per pair, blocks of 256.
 #include <cuda_runtime.h>
 
 __global__ void rope_kernel(float* output, const float* input, int M, int D, float base) {

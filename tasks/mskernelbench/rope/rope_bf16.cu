@@ -1,6 +1,4 @@
-// MSKernelBench baseline: rope (BF16). Rotates each interleaved pair (x[m, 2k], x[m, 2k+1]) of
-// input(M, D) by phi = m * base^(-2k/D), computed in float and rounded once. Naive: one thread
-// per pair.
+// MSKernelBench baseline: rope (BF16), each interleaved pair (x[m, 2k], x[m, 2k+1]) rotated by m * base^(-2k/D) in float, rounded once, as the benchmark's naive kernel: one thread per pair, blocks of 256.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

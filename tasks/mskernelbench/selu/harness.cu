@@ -8,7 +8,7 @@ KW_ENTRY(selu, elem_t* output, const elem_t* input, const int N, float alpha, fl
 
 static void setup(kw::Case& c) {
     const size_t N = c.iparam("N");
-    c.input<elem_t>("input", N).uniform(-5, 5);
+    c.input<elem_t>("input", N).uniform(-1, 1);
     c.output<elem_t>("output", N);
 }
 

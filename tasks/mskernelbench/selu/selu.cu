@@ -1,18 +1,14 @@
-// MSKernelBench baseline: selu (FP32), lambda * x if x > 0 else lambda * alpha * (e^x - 1).
-// Naive: one thread per element.
+// MSKernelBench baseline: selu (FP32), lambda * alpha * (e^x - 1) for x < 0, else lambda * x, as the benchmark's naive kernel: one block of 1024 threads striding over the array.
 #include <cuda_runtime.h>
 
 __global__ void selu_kernel(float* output, const float* input, int N, float alpha, float lambda) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
+    for (int i = threadIdx.x; i < N; i += blockDim.x) {
         float x = input[i];
-        output[i] = x > 0.0f ? lambda * x : lambda * alpha * (expf(x) - 1.0f);
+        output[i] = x < 0.0f ? lambda * alpha * (expf(x) - 1.0f) : lambda * x;
     }
 }
 
 extern "C" void selu(float* output, const float* input, const int N, float alpha, float lambda) {
-    int threads = 256;
-    int blocks = (N + threads - 1) / threads;
-    selu_kernel<<<blocks, threads>>>(output, input, N, alpha, lambda);
+    selu_kernel<<<1, 1024>>>(output, input, N, alpha, lambda);
     cudaDeviceSynchronize();
 }

@@ -7,7 +7,7 @@ KW_ENTRY(sigmoid, elem_t* out, const elem_t* input, const int N);
 
 static void setup(kw::Case& c) {
     const size_t N = c.iparam("N");
-    c.input<elem_t>("input", N).uniform(-8, 8);
+    c.input<elem_t>("input", N).uniform(-1, 1);
     c.output<elem_t>("out", N);
 }
 

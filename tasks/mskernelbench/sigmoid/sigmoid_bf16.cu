@@ -1,19 +1,15 @@
-// MSKernelBench baseline: sigmoid (BF16), 1 / (1 + e^-x), computed in float and rounded once.
-// Naive: one thread per element.
+// MSKernelBench baseline: sigmoid (BF16), 1 / (1 + e^-x) in float, rounded once, as the benchmark's naive kernel: one block of 1024 threads striding over the array.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 __global__ void sigmoid_bf16_kernel(__nv_bfloat16* out, const __nv_bfloat16* input, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
+    for (int i = threadIdx.x; i < N; i += blockDim.x) {
         float x = __bfloat162float(input[i]);
         out[i] = __float2bfloat16(1.0f / (1.0f + expf(-x)));
     }
 }
 
 extern "C" void sigmoid_bf16(__nv_bfloat16* out, const __nv_bfloat16* input, const int N) {
-    int threads = 256;
-    int blocks = (N + threads - 1) / threads;
-    sigmoid_bf16_kernel<<<blocks, threads>>>(out, input, N);
+    sigmoid_bf16_kernel<<<1, 1024>>>(out, input, N);
     cudaDeviceSynchronize();
 }

@@ -1,45 +1,22 @@
-// MSKernelBench baseline: simpson_int (FP32), result[0] = h / 3 * sum_i w_i * y[i] with
-// h = (b - a) / (N - 1) and Table 7's weights: w_0 = w_{N-1} = 1, 4 on odd i <= N-2, 2 on
-// even 2 <= i <= N-3 (so 0 on i = N-2 when N is even). Naive: one thread per sample, each
-// adds its weighted sample to a float accumulator with atomicAdd (order decided by the
-// hardware); one thread scales the sum by h / 3 at the end.
+// MSKernelBench baseline: simpson_int (FP32), the composite Simpson sum over the panels (y[i], y[i+1], y[i+2]) for even i <= N - 3, as the benchmark's naive kernel: one thread per sample in blocks of 256 (a grid-stride loop that runs once), the threads of even i computing (h / 3) (y[i] + 4 y[i+1] + y[i+2]), every thread adding its value straight into result with atomicAdd (result is 0 when the call starts; the harness zeroes it).
 #include <cuda_runtime.h>
 
-__global__ void simpson_int_sum_kernel(const float* y_samples, float* sum, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        float w;
-        if (i == 0 || i == N - 1) {
-            w = 1.0f;
-        } else if (i % 2 == 1) {
-            w = 4.0f;
-        } else if (i <= N - 3) {
-            w = 2.0f;
-        } else {
-            w = 0.0f;  // i = N - 2 with N even
-        }
-        if (w != 0.0f) {
-            atomicAdd(sum, w * y_samples[i]);
-        }
+__global__ void simpson_int_kernel(const float* y_samples, float* result, float a, float b, int N) {
+    int first = blockIdx.x * blockDim.x + threadIdx.x;
+    int stride = gridDim.x * blockDim.x;
+    float h = (b - a) / (N - 1);
+    float partial = 0.0f;
+    for (int i = first; i < N - 1; i += stride) {
+        if (i + 2 >= N) break;  // no full panel starts here
+        if (i % 2 != 0) continue;
+        partial += (h / 3.0f) * (y_samples[i] + 4.0f * y_samples[i + 1] + y_samples[i + 2]);
     }
+    atomicAdd(result, partial);
 }
-
-__global__ void simpson_int_finish_kernel(const float* sum, float* result, float a, float b, int N) {
-    float h = (b - a) / (float)(N - 1);
-    result[0] = h / 3.0f * sum[0];
-}
-
-// The float accumulator, allocated on the first call and kept.
-static float* simpson_int_sum = nullptr;
 
 extern "C" void simpson_int(const float* y_samples, float* result, float a, float b, int N) {
-    if (simpson_int_sum == nullptr) {
-        cudaMalloc(&simpson_int_sum, sizeof(float));
-    }
-    cudaMemset(simpson_int_sum, 0, sizeof(float));
     int threads = 256;
     int blocks = (N + threads - 1) / threads;
-    simpson_int_sum_kernel<<<blocks, threads>>>(y_samples, simpson_int_sum, N);
-    simpson_int_finish_kernel<<<1, 1>>>(simpson_int_sum, result, a, b, N);
+    simpson_int_kernel<<<blocks, threads>>>(y_samples, result, a, b, N);
     cudaDeviceSynchronize();
 }

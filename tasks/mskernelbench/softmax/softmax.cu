@@ -1,30 +1,28 @@
-// MSKernelBench baseline: softmax (FP32) over each row of x(N,C), row-major.
-// Naive: one thread per row, three passes (max, sum of exp, normalize).
+// MSKernelBench baseline: softmax (FP32) of each row of x(N,C), as the benchmark's naive kernel: one block of 1024 threads, one thread per row (max; exp stored in out and summed; out divided in place).
+#include <cfloat>
 #include <cuda_runtime.h>
-#include <math.h>
 
 __global__ void softmax_kernel(float* out, const float* input, int N, int C) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < N) {
         const float* x = input + (size_t)row * C;
         float* y = out + (size_t)row * C;
-        float max_val = -INFINITY;
+        float row_max = -FLT_MAX;
         for (int c = 0; c < C; ++c) {
-            max_val = fmaxf(max_val, x[c]);
+            if (x[c] > row_max) row_max = x[c];
         }
         float sum = 0.0f;
         for (int c = 0; c < C; ++c) {
-            sum += expf(x[c] - max_val);
+            y[c] = expf(x[c] - row_max);
+            sum += y[c];
         }
         for (int c = 0; c < C; ++c) {
-            y[c] = expf(x[c] - max_val) / sum;
+            y[c] /= sum;
         }
     }
 }
 
 extern "C" void softmax(float* out, const float* input, int N, int C) {
-    int threads = 128;
-    int blocks = (N + threads - 1) / threads;
-    softmax_kernel<<<blocks, threads>>>(out, input, N, C);
+    softmax_kernel<<<1, 1024>>>(out, input, N, C);
     cudaDeviceSynchronize();
 }

@@ -8,7 +8,7 @@ KW_ENTRY(sorting, elem_t* data, int N);
 
 static void setup(kw::Case& c) {
     // inout: restored from the pristine copy before every call, compared after it.
-    c.inout<elem_t>("data", c.iparam("N")).distinct();
+    c.inout<elem_t>("data", c.iparam("N")).uniform(-1, 1);
 }
 
 static void launch(kw::Case& c, kw::Impl impl) { kw_entry(impl)(c.dev<elem_t>("data"), c.iparam("N")); }

@@ -1,5 +1,6 @@
-// spmm_csc: Y(rows, K) = A X, A (rows x cols) in CSC with density `density`; X (cols, K) and
-// Y row-major (see spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
+// spmm_csc: Y(rows, K) = A X, A (rows x cols) in CSC with the benchmark's pattern (the same number
+// of entries in every column, up to one, at random rows); X (cols, K) and Y row-major; Y starts
+// at 0 (see spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
 #include "kw_harness.cuh"
 
 using kw::elem_t;
@@ -7,17 +8,23 @@ using kw::elem_t;
 KW_ENTRY(spmm_csc, int rows, int columns, int K, const elem_t* values, const int* row_indices, const int* col_offsets,
          const elem_t* X, elem_t* Y);
 
+// nnz = floor(rows * cols * density), at least cols; column c holds nnz / cols entries, one
+// more for c < nnz % cols, at uniformly drawn rows (unsorted; a row may repeat in a column).
 static void setup(kw::Case& c) {
     const int rows = c.iparam("rows"), cols = c.iparam("cols");
     const size_t K = c.iparam("K");
+    const size_t nnz = std::max<size_t>(size_t(cols), size_t(double(rows) * cols * c.constant("density")));
     kw::Rng pattern = c.rng("pattern");
-    // CSC of A is CSR of A^T: cols + 1 offsets, the row indices of each column sorted.
-    const kw::Csr csc = kw::random_csr(pattern, cols, rows, c.constant("density"));
-    c.input<elem_t>("values", csc.nnz()).uniform(-1, 1);
-    c.input<int>("row_indices", csc.nnz()).set(csc.col_indices);
-    c.input<int>("col_offsets", size_t(cols) + 1).set(csc.row_offsets);
+    std::vector<int> offsets(size_t(cols) + 1), row_indices(nnz);
+    for (int col = 0; col < cols; ++col) {
+        offsets[col + 1] = offsets[col] + int(nnz / cols) + (size_t(col) < nnz % cols ? 1 : 0);
+    }
+    for (size_t p = 0; p < nnz; ++p) row_indices[p] = int(pattern.below(rows));
+    c.input<elem_t>("values", nnz).uniform(-1, 1);
+    c.input<int>("row_indices", nnz).set(row_indices);
+    c.input<int>("col_offsets", size_t(cols) + 1).set(offsets);
     c.input<elem_t>("X", size_t(cols) * K).uniform(-1, 1);
-    c.output<elem_t>("Y", size_t(rows) * K);
+    c.output<elem_t>("Y", size_t(rows) * K).zeroed();  // the benchmark zeroes Y before every call
 }
 
 static void launch(kw::Case& c, kw::Impl impl) {

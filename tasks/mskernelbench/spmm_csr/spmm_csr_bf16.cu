@@ -1,6 +1,4 @@
-// MSKernelBench baseline: spmm_csr (BF16), Y(rows, K) = A X with A in CSR format, X (cols, K)
-// and Y row-major. Naive: one thread per element of Y, float accumulation over its row's
-// nonzeros, one rounding to bf16.
+// spmm_csr (BF16): Y = A X, A in CSR, float accumulation, one rounding; follows the benchmark's naive kernel: 16x16 blocks over (k, row), one thread per element of Y.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -19,7 +17,7 @@ __global__ void spmm_csr_bf16_kernel(int rows, int K, const __nv_bfloat16* value
 
 extern "C" void spmm_csr_bf16(int rows, int K, const __nv_bfloat16* values, const int* col_indices,
                               const int* row_offsets, const __nv_bfloat16* X, __nv_bfloat16* Y) {
-    dim3 threads(32, 8);
+    dim3 threads(16, 16);
     dim3 blocks((K + threads.x - 1) / threads.x, (rows + threads.y - 1) / threads.y);
     spmm_csr_bf16_kernel<<<blocks, threads>>>(rows, K, values, col_indices, row_offsets, X, Y);
     cudaDeviceSynchronize();

@@ -1,4 +1,5 @@
-// spmv_csc: y = A x, A (rows x cols) in CSC with density `density` (see spec.toml).
+// spmv_csc: y = A x, A (rows x cols) in CSC with the benchmark's pattern (the same number of
+// entries in every column, up to one, at random rows); y starts at 0 (see spec.toml).
 // Protocol in tasks/_harness/kw_harness.cuh.
 #include "kw_harness.cuh"
 
@@ -7,16 +8,22 @@ using kw::elem_t;
 KW_ENTRY(spmv_csc, int rows, int columns, const elem_t* values, const int* row_indices, const int* col_offsets,
          const elem_t* x, elem_t* y);
 
+// nnz = floor(rows * cols * density), at least cols; column c holds nnz / cols entries, one
+// more for c < nnz % cols, at uniformly drawn rows (unsorted; a row may repeat in a column).
 static void setup(kw::Case& c) {
     const int rows = c.iparam("rows"), cols = c.iparam("cols");
+    const size_t nnz = std::max<size_t>(size_t(cols), size_t(double(rows) * cols * c.constant("density")));
     kw::Rng pattern = c.rng("pattern");
-    // CSC of A is CSR of A^T: cols + 1 offsets, the row indices of each column sorted.
-    const kw::Csr csc = kw::random_csr(pattern, cols, rows, c.constant("density"));
-    c.input<elem_t>("values", csc.nnz()).uniform(-1, 1);
-    c.input<int>("row_indices", csc.nnz()).set(csc.col_indices);
-    c.input<int>("col_offsets", size_t(cols) + 1).set(csc.row_offsets);
+    std::vector<int> offsets(size_t(cols) + 1), row_indices(nnz);
+    for (int col = 0; col < cols; ++col) {
+        offsets[col + 1] = offsets[col] + int(nnz / cols) + (size_t(col) < nnz % cols ? 1 : 0);
+    }
+    for (size_t p = 0; p < nnz; ++p) row_indices[p] = int(pattern.below(rows));
+    c.input<elem_t>("values", nnz).uniform(-1, 1);
+    c.input<int>("row_indices", nnz).set(row_indices);
+    c.input<int>("col_offsets", size_t(cols) + 1).set(offsets);
     c.input<elem_t>("x", cols).uniform(-1, 1);
-    c.output<elem_t>("y", rows);
+    c.output<elem_t>("y", rows).zeroed();  // the benchmark zeroes y before every call; kernels may accumulate
 }
 
 static void launch(kw::Case& c, kw::Impl impl) {

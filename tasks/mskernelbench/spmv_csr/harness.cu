@@ -1,5 +1,5 @@
-// spmv_csr: y = A x, A (rows x cols) in CSR with density `density` (see spec.toml).
-// Protocol in tasks/_harness/kw_harness.cuh.
+// spmv_csr: y = A x, A (rows x cols) in CSR with the benchmark's pattern (the same number of
+// entries in every row, up to one, at random columns; see spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
 #include "kw_harness.cuh"
 
 using kw::elem_t;
@@ -7,10 +7,24 @@ using kw::elem_t;
 KW_ENTRY(spmv_csr, int rows, const elem_t* values, const int* col_indices, const int* row_offsets, const elem_t* x,
          elem_t* y);
 
+// nnz = floor(rows * cols * density), at least rows; row r holds nnz / rows entries, one more
+// for r < nnz % rows, at uniformly drawn columns (unsorted; a column may repeat in a row).
+static kw::Csr benchmark_csr(kw::Rng& rng, int rows, int cols, double density) {
+    const size_t nnz = std::max<size_t>(size_t(rows), size_t(double(rows) * cols * density));
+    kw::Csr csr;
+    csr.row_offsets.assign(size_t(rows) + 1, 0);
+    for (int r = 0; r < rows; ++r) {
+        csr.row_offsets[r + 1] = csr.row_offsets[r] + int(nnz / rows) + (size_t(r) < nnz % rows ? 1 : 0);
+    }
+    csr.col_indices.resize(nnz);
+    for (auto& col : csr.col_indices) col = int(rng.below(cols));
+    return csr;
+}
+
 static void setup(kw::Case& c) {
     const int rows = c.iparam("rows"), cols = c.iparam("cols");
     kw::Rng pattern = c.rng("pattern");
-    const kw::Csr csr = kw::random_csr(pattern, rows, cols, c.constant("density"));
+    const kw::Csr csr = benchmark_csr(pattern, rows, cols, c.constant("density"));
     c.input<elem_t>("values", csr.nnz()).uniform(-1, 1);
     c.input<int>("col_indices", csr.nnz()).set(csr.col_indices);
     c.input<int>("row_offsets", size_t(rows) + 1).set(csr.row_offsets);

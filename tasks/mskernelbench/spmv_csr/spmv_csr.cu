@@ -1,10 +1,9 @@
-// MSKernelBench baseline: spmv_csr (FP32), y = A x with A in CSR format.
-// Naive: one thread per row, sequential sum over the row's nonzeros.
+// spmv_csr (FP32): y = A x, A in CSR; follows the benchmark's naive kernel: 32x32 blocks indexed by threadIdx.x only, so each of a block's 32 rows is summed by all 32 warps (same value written 32 times).
 #include <cuda_runtime.h>
 
 __global__ void spmv_csr_kernel(int rows, const float* values, const int* col_indices, const int* row_offsets,
                                 const float* x, float* y) {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.x * blockDim.x + threadIdx.x;  // threadIdx.y is not used, as in the benchmark
     if (row < rows) {
         float sum = 0.0f;
         for (int p = row_offsets[row]; p < row_offsets[row + 1]; ++p) {
@@ -16,8 +15,8 @@ __global__ void spmv_csr_kernel(int rows, const float* values, const int* col_in
 
 extern "C" void spmv_csr(int rows, const float* values, const int* col_indices, const int* row_offsets,
                          const float* x, float* y) {
-    int threads = 256;
-    int blocks = (rows + threads - 1) / threads;
+    dim3 threads(32, 32);
+    dim3 blocks((rows + 31) / 32);
     spmv_csr_kernel<<<blocks, threads>>>(rows, values, col_indices, row_offsets, x, y);
     cudaDeviceSynchronize();
 }

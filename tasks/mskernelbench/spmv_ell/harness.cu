@@ -1,5 +1,5 @@
-// spmv_ell: y = A x, A (rows x cols) in row-major ELL, padded with -1, density `density`
-// (see spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
+// spmv_ell: y = A x, A (rows x cols) in row-major ELL with the benchmark's pattern, padding
+// col_ids -1 / values 0; y starts at 0 (see spec.toml). Protocol in tasks/_harness/kw_harness.cuh.
 #include "kw_harness.cuh"
 
 using kw::elem_t;
@@ -7,23 +7,29 @@ using kw::elem_t;
 KW_ENTRY(spmv_ell, int rows, int max_nnz_per_row, const elem_t* values, const int* col_ids, const elem_t* x,
          elem_t* y);
 
+// The benchmark's pattern: nnz = floor(rows * cols * density), at least rows; every row first
+// gets one entry, the other nnz - rows go to uniformly drawn rows; all columns uniform, kept in
+// the order drawn (unsorted; a column may repeat in a row). max_nnz_per_row is the longest row;
+// padding slots have col_ids -1 and values 0.
 static void setup(kw::Case& c) {
     const int rows = c.iparam("rows"), cols = c.iparam("cols");
+    const size_t nnz = std::max<size_t>(size_t(rows), size_t(double(rows) * cols * c.constant("density")));
     kw::Rng pattern = c.rng("pattern");
-    const kw::Csr csr = kw::random_csr(pattern, rows, cols, c.constant("density"));
-    size_t width = 1;  // max_nnz_per_row: the longest row (at least one slot)
-    for (int r = 0; r < rows; ++r) width = std::max<size_t>(width, size_t(csr.row_offsets[r + 1] - csr.row_offsets[r]));
-    // Row r's nonzeros (columns ascending) in slots 0.., then -1 padding.
+    std::vector<std::vector<int>> row_cols(rows);
+    for (size_t p = 0; p < nnz; ++p) {
+        const int r = p < size_t(rows) ? int(p) : int(pattern.below(rows));
+        row_cols[r].push_back(int(pattern.below(cols)));
+    }
+    size_t width = 1;
+    for (const auto& r : row_cols) width = std::max(width, r.size());
     std::vector<int> col_ids(size_t(rows) * width, -1);
-    for (int r = 0; r < rows; ++r)
-        for (int p = csr.row_offsets[r]; p < csr.row_offsets[r + 1]; ++p)
-            col_ids[size_t(r) * width + size_t(p - csr.row_offsets[r])] = csr.col_indices[p];
+    for (int r = 0; r < rows; ++r) std::copy(row_cols[r].begin(), row_cols[r].end(), col_ids.begin() + size_t(r) * width);
     c.input<int>("col_ids", col_ids.size()).set(col_ids);
     kw::Buffer& values = c.input<elem_t>("values", col_ids.size());
     kw::Rng& draw = values.rng();
-    values.fill([&](size_t i) { return col_ids[i] < 0 ? -1.0 : draw.uniform(-1, 1); });
+    values.fill([&](size_t i) { return col_ids[i] < 0 ? 0.0 : draw.uniform(-1, 1); });
     c.input<elem_t>("x", cols).uniform(-1, 1);
-    c.output<elem_t>("y", rows);
+    c.output<elem_t>("y", rows).zeroed();  // the benchmark zeroes y before every call
 }
 
 static void launch(kw::Case& c, kw::Impl impl) {

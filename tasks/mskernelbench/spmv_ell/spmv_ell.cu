@@ -1,6 +1,4 @@
-// MSKernelBench baseline: spmv_ell (FP32), y = A x with A in row-major ELL format (slot j of
-// row r at r * max_nnz_per_row + j, padding marked by col_ids == -1). Naive: one thread per
-// row, a sequential sum over the row's slots, skipping the padding.
+// spmv_ell (FP32): y = A x, A in row-major ELL (col_ids -1 = padding); follows the benchmark's naive kernel: 256-thread blocks, one thread per row.
 #include <cuda_runtime.h>
 
 __global__ void spmv_ell_kernel(int rows, int max_nnz_per_row, const float* values, const int* col_ids,

@@ -1,6 +1,4 @@
-// MSKernelBench baseline: spmv_ell (BF16), y = A x with A in row-major ELL format (slot j of
-// row r at r * max_nnz_per_row + j, padding marked by col_ids == -1). Naive: one thread per
-// row, float accumulation over the row's slots (padding skipped), one rounding to bf16.
+// spmv_ell (BF16): y = A x, A in row-major ELL, float accumulation, one rounding; follows the benchmark's naive kernel: 256-thread blocks, one thread per row.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -1,5 +1,4 @@
-// MSKernelBench baseline: square_matrix_mul (BF16), C(M,M) = A(M,M) B(M,M), row-major.
-// Naive: one thread per element of C, float accumulation, one rounding to bf16.
+// square_matrix_mul (BF16): C(M,M) = A B, float accumulation, one rounding; follows the benchmark's naive kernel: 16x16 blocks, one thread per element of C.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

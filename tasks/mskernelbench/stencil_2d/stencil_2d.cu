@@ -1,24 +1,32 @@
-// MSKernelBench baseline: stencil_2d (FP32), one step of the 5-point stencil on a row-major
-// [nx, ny] grid (u[i, j] at i * ny + j); boundary points are copied unchanged.
-// Naive: one thread per grid point, all reads from global memory.
+// MSKernelBench baseline: stencil_2d (FP32), one 5-point stencil step on a row-major [nx, ny] grid with the boundary copied, as the benchmark's naive kernels: 16 x 16 blocks with threadIdx.x running over the row index i (so neighbouring threads are ny elements apart), one kernel for the interior points, then a second over the whole grid that copies the boundary.
 #include <cuda_runtime.h>
 
-__global__ void stencil_2d_kernel(float* u_new, const float* u_old, float r, int nx, int ny) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    int i = blockIdx.y * blockDim.y + threadIdx.y;
+__global__ void stencil_2d_interior_kernel(float* u_new, const float* u_old, float r, int nx, int ny) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i < 1 || i >= nx - 1 || j < 1 || j >= ny - 1) return;
+    int idx = i * ny + j;
+    float center = u_old[idx];
+    float left = u_old[idx - 1];
+    float right = u_old[idx + 1];
+    float up = u_old[idx + ny];
+    float down = u_old[idx - ny];
+    u_new[idx] = center + r * (left + right + up + down - 4.0f * center);
+}
+
+__global__ void stencil_2d_boundary_kernel(float* u_new, const float* u_old, int nx, int ny) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= nx || j >= ny) return;
-    size_t idx = (size_t)i * ny + j;
     if (i == 0 || i == nx - 1 || j == 0 || j == ny - 1) {
-        u_new[idx] = u_old[idx];
-    } else {
-        float center = u_old[idx];
-        u_new[idx] = center + r * (u_old[idx - ny] + u_old[idx + ny] + u_old[idx - 1] + u_old[idx + 1] - 4.0f * center);
+        u_new[i * ny + j] = u_old[i * ny + j];
     }
 }
 
 extern "C" void stencil_2d(float* u_new, const float* u_old, float r, int nx, int ny) {
-    dim3 threads(32, 8);
-    dim3 blocks((ny + threads.x - 1) / threads.x, (nx + threads.y - 1) / threads.y);
-    stencil_2d_kernel<<<blocks, threads>>>(u_new, u_old, r, nx, ny);
+    dim3 block(16, 16);
+    dim3 grid((nx + block.x - 1) / block.x, (ny + block.y - 1) / block.y);
+    stencil_2d_interior_kernel<<<grid, block>>>(u_new, u_old, r, nx, ny);
+    stencil_2d_boundary_kernel<<<grid, block>>>(u_new, u_old, nx, ny);
     cudaDeviceSynchronize();
 }

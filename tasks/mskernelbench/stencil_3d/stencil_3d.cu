@@ -1,27 +1,39 @@
-// MSKernelBench baseline: stencil_3d (FP32), one step of the 7-point stencil on a row-major
-// [nx, ny, nz] grid (u[i, j, k] at (i * ny + j) * nz + k); boundary points are copied
-// unchanged. Naive: one thread per grid point, all reads from global memory.
+// MSKernelBench baseline: stencil_3d (FP32), one 7-point stencil step on a row-major [nx, ny, nz] grid with the boundary copied, as the benchmark's naive kernels: 4 x 4 x 4 blocks with threadIdx.x running over the outermost index i (so neighbouring threads are ny * nz elements apart), one kernel for the interior points, then a second over the whole grid that copies the boundary.
 #include <cuda_runtime.h>
 
-__global__ void stencil_3d_kernel(float* u_new, const float* u_old, float r, int nx, int ny, int nz) {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;
+__global__ void stencil_3d_interior_kernel(float* u_new, const float* u_old, float r, int nx, int ny,
+                                           int nz) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
-    int i = blockIdx.z * blockDim.z + threadIdx.z;
+    int k = blockIdx.z * blockDim.z + threadIdx.z;
+    if (i < 1 || i >= nx - 1 || j < 1 || j >= ny - 1 || k < 1 || k >= nz - 1) return;
+    int plane = ny * nz;
+    int idx = i * plane + j * nz + k;
+    float center = u_old[idx];
+    float left = u_old[idx - plane];
+    float right = u_old[idx + plane];
+    float up = u_old[idx + nz];
+    float down = u_old[idx - nz];
+    float front = u_old[idx + 1];
+    float back = u_old[idx - 1];
+    u_new[idx] = center + r * (left + right + up + down + front + back - 6.0f * center);
+}
+
+__global__ void stencil_3d_boundary_kernel(float* u_new, const float* u_old, int nx, int ny, int nz) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    int k = blockIdx.z * blockDim.z + threadIdx.z;
     if (i >= nx || j >= ny || k >= nz) return;
-    size_t plane = (size_t)ny * nz;
-    size_t idx = (size_t)i * plane + (size_t)j * nz + k;
     if (i == 0 || i == nx - 1 || j == 0 || j == ny - 1 || k == 0 || k == nz - 1) {
+        int idx = (i * ny + j) * nz + k;
         u_new[idx] = u_old[idx];
-    } else {
-        float center = u_old[idx];
-        u_new[idx] = center + r * (u_old[idx - plane] + u_old[idx + plane] + u_old[idx - nz] + u_old[idx + nz] +
-                                   u_old[idx - 1] + u_old[idx + 1] - 6.0f * center);
     }
 }
 
 extern "C" void stencil_3d(float* u_new, const float* u_old, float r, int nx, int ny, int nz) {
-    dim3 threads(32, 4, 2);
-    dim3 blocks((nz + threads.x - 1) / threads.x, (ny + threads.y - 1) / threads.y, (nx + threads.z - 1) / threads.z);
-    stencil_3d_kernel<<<blocks, threads>>>(u_new, u_old, r, nx, ny, nz);
+    dim3 block(4, 4, 4);
+    dim3 grid((nx + block.x - 1) / block.x, (ny + block.y - 1) / block.y, (nz + block.z - 1) / block.z);
+    stencil_3d_interior_kernel<<<grid, block>>>(u_new, u_old, r, nx, ny, nz);
+    stencil_3d_boundary_kernel<<<grid, block>>>(u_new, u_old, nx, ny, nz);
     cudaDeviceSynchronize();
 }

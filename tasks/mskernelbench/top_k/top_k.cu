@@ -1,89 +1,75 @@
-// MSKernelBench baseline: top_k (FP32). The k largest values in descending order with
-// their indices; equal values are ordered by ascending index.
-//
-// Naive merge sort (as in the benchmark): bottom-up passes that merge sorted runs of
-// width 1, 2, 4, ...; in each pass every thread places one element at (its rank in
-// its own run) + (number of elements of the partner run that come before it, found
-// by binary search). The whole array is sorted, then the first k are copied out.
+// MSKernelBench baseline: top_k (FP32), the k largest values in descending order (ties by ascending index) with their indices, as the benchmark's naive kernels: (value, index) pairs in two scratch arrays allocated and freed in each call, a full merge sort in which each thread merges one pair of runs sequentially, two launches per run width (blocks of 256, a synchronize after every launch), then the first k pairs copied out.
 #include <cuda_runtime.h>
 
-// Sort order: larger value first, equal values by smaller index (a strict total order).
-__device__ bool top_k_before(float value_a, int index_a, float value_b, int index_b) {
-    return value_a > value_b || (value_a == value_b && index_a < index_b);
+struct TopKPair {
+    float value;
+    int index;
+};
+
+// Sort order: the larger value first, equal values by the smaller index.
+__device__ bool top_k_goes_first(const TopKPair& a, const TopKPair& b) {
+    float va = a.value, vb = b.value;
+    if (va != vb) return va > vb;
+    return a.index < b.index;
 }
 
-__global__ void top_k_init_kernel(const float* input, float* keys, int* idx, int N) {
+__global__ void top_k_init_kernel(TopKPair* pairs, const float* input, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < N) {
-        keys[i] = input[i];
-        idx[i] = i;
+        pairs[i].value = input[i];
+        pairs[i].index = i;
     }
 }
 
-__global__ void top_k_merge_kernel(const float* keys_in, const int* idx_in, float* keys_out, int* idx_out, int N,
-                                   int width) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
-    float value = keys_in[i];
-    int index = idx_in[i];
-    int pair_start = (i / (2 * width)) * (2 * width);
-    int mid = min(pair_start + width, N);
-    int end = min(pair_start + 2 * width, N);
-    int own_start = i < mid ? pair_start : mid;
-    int lo = i < mid ? mid : pair_start;   // partner run [lo, hi)
-    int hi = i < mid ? end : mid;
-    int first = lo;
-    while (lo < hi) {                      // count partner elements that come before this one
-        int m = (lo + hi) / 2;
-        if (top_k_before(keys_in[m], idx_in[m], value, index)) {
-            lo = m + 1;
+// Thread t merges the sorted runs src[start, mid) and src[mid, end) into dst[start, end), with
+// start = 2 * t * width.
+__global__ void top_k_merge_kernel(const TopKPair* src, TopKPair* dst, int N, int width) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int start = t * 2 * width;
+    if (start >= N) return;
+    int mid = min(start + width, N);
+    int end = min(start + 2 * width, N);
+    int i = start, j = mid, k = start;
+    while (i < mid && j < end) {
+        if (top_k_goes_first(src[j], src[i])) {
+            dst[k++] = src[j++];
         } else {
-            hi = m;
+            dst[k++] = src[i++];
         }
     }
-    int out = pair_start + (i - own_start) + (lo - first);
-    keys_out[out] = value;
-    idx_out[out] = index;
+    while (i < mid) dst[k++] = src[i++];  // also a last run without a partner (N not a power of two)
+    while (j < end) dst[k++] = src[j++];
 }
 
-__global__ void top_k_gather_kernel(const float* keys, const int* idx, float* top_k_values, int* top_k_indices, int k) {
+__global__ void top_k_extract_kernel(const TopKPair* sorted, float* top_k_values, int* top_k_indices,
+                                     int k) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j < k) {
-        top_k_values[j] = keys[j];
-        top_k_indices[j] = idx[j];
+        top_k_values[j] = sorted[j].value;
+        top_k_indices[j] = sorted[j].index;
     }
 }
 
-// Sort scratch, kept between calls (grown when N grows) so that each call does not
-// pay for cudaMalloc/cudaFree.
-static float* top_k_keys[2] = {nullptr, nullptr};
-static int* top_k_idx[2] = {nullptr, nullptr};
-static int top_k_capacity = 0;
-
-static void top_k_reserve(int N) {
-    if (N <= top_k_capacity) return;
-    for (int b = 0; b < 2; ++b) {
-        cudaFree(top_k_keys[b]);
-        cudaFree(top_k_idx[b]);
-        cudaMalloc(&top_k_keys[b], (size_t)N * sizeof(float));
-        cudaMalloc(&top_k_idx[b], (size_t)N * sizeof(int));
-    }
-    top_k_capacity = N;
-}
-
-extern "C" void top_k(float* top_k_values, int* top_k_indices, const float* input, const int N, const int k) {
-    top_k_reserve(N);
+extern "C" void top_k(float* top_k_values, int* top_k_indices, const float* input, const int N,
+                      const int k) {
+    TopKPair* pairs = nullptr;
+    TopKPair* scratch = nullptr;
+    cudaMalloc(&pairs, (size_t)N * sizeof(TopKPair));
+    cudaMalloc(&scratch, (size_t)N * sizeof(TopKPair));
     int threads = 256;
-    int blocks = (N + threads - 1) / threads;
-    int cur = 0;
-    top_k_init_kernel<<<blocks, threads>>>(input, top_k_keys[cur], top_k_idx[cur], N);
+    top_k_init_kernel<<<(N + threads - 1) / threads, threads>>>(pairs, input, N);
+    cudaDeviceSynchronize();
     for (int width = 1; width < N; width *= 2) {
-        top_k_merge_kernel<<<blocks, threads>>>(top_k_keys[cur], top_k_idx[cur], top_k_keys[1 - cur],
-                                                top_k_idx[1 - cur], N, width);
-        cur = 1 - cur;
+        int merges = (N + 2 * width - 1) / (2 * width);
+        int blocks = (merges + threads - 1) / threads;
+        top_k_merge_kernel<<<blocks, threads>>>(pairs, scratch, N, width);
+        cudaDeviceSynchronize();
+        top_k_merge_kernel<<<blocks, threads>>>(scratch, pairs, N, width);  // the same width again
+        cudaDeviceSynchronize();
     }
-    int count = k < N ? k : N;
-    top_k_gather_kernel<<<(count + threads - 1) / threads, threads>>>(top_k_keys[cur], top_k_idx[cur], top_k_values,
-                                                                     top_k_indices, count);
+    top_k_extract_kernel<<<(k + threads - 1) / threads, threads>>>(pairs, top_k_values, top_k_indices, k);
+    cudaDeviceSynchronize();
+    cudaFree(pairs);
+    cudaFree(scratch);
     cudaDeviceSynchronize();
 }

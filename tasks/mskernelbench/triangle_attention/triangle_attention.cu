@@ -1,81 +1,55 @@
-// MSKernelBench baseline: triangle_attention (FP32): per (batch, head), causal softmax
-// attention P V with P = softmax(Q K^T / sqrt(head_dim)) over the positions j <= i that the
-// mask leaves visible (mask != 0 hides a position).
-// Naive: three kernels through a float scratch buffer P(batch*head, seq, seq) allocated in
-// each call: one thread per score (j <= i only), one thread per query row for the softmax
-// (in place), one thread per output element (a sum over j <= i).
+// MSKernelBench baseline: triangle_attention (FP32), per-dimension causal softmax attention as the benchmark's naive kernel: one thread per output element (b, h, i, d) in blocks of 256, three passes over the keys j <= i (maximum, sum of exponentials, weighted sum of values), the score q[b,h,i,d] * k[b,h,j,d] / sqrt(head_dim) recomputed in each.
 #include <cuda_runtime.h>
-#include <math.h>
 
-__global__ void triangle_attention_scores_kernel(float* P, const float* query, const float* key,
-                                                 const float* attention_mask, int head_num, int seq_length,
-                                                 int head_dim, float scale) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    int i = blockIdx.y * blockDim.y + threadIdx.y;
-    int bh = blockIdx.z;
-    if (i < seq_length && j <= i) {
-        int b = bh / head_num;
-        size_t row = (size_t)bh * seq_length + i;
-        float s = -INFINITY;
-        if (attention_mask[((size_t)b * seq_length + i) * seq_length + j] == 0.0f) {
-            float acc = 0.0f;
-            for (int d = 0; d < head_dim; ++d) {
-                acc += query[row * head_dim + d] * key[((size_t)bh * seq_length + j) * head_dim + d];
-            }
-            s = acc * scale;
-        }
-        P[row * seq_length + j] = s;
-    }
-}
+#include <float.h>
 
-__global__ void triangle_attention_softmax_kernel(float* P, int rows, int seq_length) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r < rows) {
-        int i = r % seq_length;
-        float* p = P + (size_t)r * seq_length;
-        float max_val = -INFINITY;
-        for (int j = 0; j <= i; ++j) {
-            max_val = fmaxf(max_val, p[j]);
-        }
-        float sum = 0.0f;
-        for (int j = 0; j <= i; ++j) {
-            p[j] = expf(p[j] - max_val);  // hidden positions: exp(-inf) = 0
-            sum += p[j];
-        }
-        for (int j = 0; j <= i; ++j) {
-            p[j] = p[j] / sum;
-        }
-    }
-}
+__global__ void triangle_attention_kernel(const float* query, const float* key, const float* value,
+                                          const float* attention_mask, float* output, int batch_size, int head_num,
+                                          int seq_length, int head_dim) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= batch_size * head_num * seq_length * head_dim) return;
+    int d = idx % head_dim;
+    int i = (idx / head_dim) % seq_length;
+    int bh = idx / (head_dim * seq_length);  // b * head_num + h
+    int b = bh / head_num;
+    int head_base = bh * seq_length * head_dim + d;  // element (b, h, 0, d)
+    const float* mask_row = attention_mask + (b * seq_length + i) * seq_length;
+    // The score of key j for this element; -FLT_MAX where the mask hides j.
+    auto score_of = [&](int j) {
+        float q = query[idx];
+        float k = key[head_base + j * head_dim];
+        float score = q * k / sqrtf((float)head_dim);
+        return mask_row[j] > 0.5f ? -FLT_MAX : score;
+    };
 
-__global__ void triangle_attention_output_kernel(float* output, const float* P, const float* value, int rows,
-                                                 int seq_length, int head_dim) {
-    int d = blockIdx.x * blockDim.x + threadIdx.x;
-    int r = blockIdx.y * blockDim.y + threadIdx.y;
-    if (r < rows && d < head_dim) {
-        int bh = r / seq_length;
-        int i = r % seq_length;
-        float acc = 0.0f;
-        for (int j = 0; j <= i; ++j) {
-            acc += P[(size_t)r * seq_length + j] * value[((size_t)bh * seq_length + j) * head_dim + d];
-        }
-        output[(size_t)r * head_dim + d] = acc;
+    float row_max = -FLT_MAX;
+    for (int j = 0; j <= i; ++j) {
+        float score = score_of(j);
+        if (score > row_max) row_max = score;
     }
+    float total = 0.0f;
+    for (int j = 0; j <= i; ++j) {
+        float score = score_of(j);
+        total += score <= -FLT_MAX ? 0.0f : expf(score - row_max);
+    }
+    float acc = 0.0f;
+    if (total > 0.0f) {
+        for (int j = 0; j <= i; ++j) {
+            float score = score_of(j);
+            float weight = (score <= -FLT_MAX ? 0.0f : expf(score - row_max)) / total;
+            acc += weight * value[head_base + j * head_dim];
+        }
+    }
+    output[idx] = acc;
 }
 
 extern "C" void triangle_attention(const float* query, const float* key, const float* value,
                                    const float* attention_mask, float* output, int batch_size, int head_num,
                                    int seq_length, int head_dim) {
-    int rows = batch_size * head_num * seq_length;
-    float* P = nullptr;
-    cudaMalloc(&P, (size_t)rows * seq_length * sizeof(float));
-    dim3 block(16, 16);
-    dim3 grid_scores((seq_length + 15) / 16, (seq_length + 15) / 16, batch_size * head_num);
-    triangle_attention_scores_kernel<<<grid_scores, block>>>(P, query, key, attention_mask, head_num, seq_length,
-                                                             head_dim, 1.0f / sqrtf((float)head_dim));
-    triangle_attention_softmax_kernel<<<(rows + 127) / 128, 128>>>(P, rows, seq_length);
-    dim3 grid_out((head_dim + 15) / 16, (rows + 15) / 16);
-    triangle_attention_output_kernel<<<grid_out, block>>>(output, P, value, rows, seq_length, head_dim);
+    int total = batch_size * head_num * seq_length * head_dim;
+    int threads = 256;
+    int blocks = (total + threads - 1) / threads;
+    triangle_attention_kernel<<<blocks, threads>>>(query, key, value, attention_mask, output, batch_size, head_num,
+                                                   seq_length, head_dim);
     cudaDeviceSynchronize();
-    cudaFree(P);
 }

@@ -1,4 +1,4 @@
-"""`python -m tests.support.reachable URL`: exit 0 if a postgres:// or redis:// server answers."""
+"""`python -m testing.reachable URL`: exit 0 if a postgres:// or redis:// server answers."""
 
 import socket
 import sys

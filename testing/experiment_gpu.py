@@ -1,7 +1,7 @@
-"""Loaded into a real Celery worker (`celery worker --include tests.support.experiment_gpu`) for a dry run of
+"""Loaded into a real Celery worker (`celery worker --include testing.experiment_gpu`) for a dry run of
 bench/experiment_fullstack.py on a machine without a GPU (`--simulated-gpu`).
 
-The worker gets a simulated H100, and the engine is replaced by tests.support.experiment_outcomes: the real
+The worker gets a simulated H100, and the engine is replaced by testing.experiment_outcomes: the real
 static checks, then the verdicts demo/experiment/script.json expects. Everything else is what the GPU host
 runs: the Celery prefork pool, the embedded broker, the database, the pipeline, the real prompts sent through
 the openai SDK to the scripted LLM server, the API and the analyses.
@@ -13,7 +13,7 @@ import dataclasses
 
 from apps.fleet import heartbeat
 from apps.runs import execution
-from tests.support.experiment_outcomes import ExpectedOutcomes
+from testing.experiment_outcomes import ExpectedOutcomes
 from worker import toolchain
 from worker.gpu import GpuInfo
 from worker.pipeline import Pipeline

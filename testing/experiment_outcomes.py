@@ -3,7 +3,7 @@
 `ExpectedOutcomes` applies the real static checks to each candidate, then returns the verdict the script's
 "tasks" list expects for that kernel file, with made-up timings and profiles (a bottleneck class per
 turn, so the experiment's migration table has entries). Used by tests/worker/test_experiment_script.py and,
-under a real Celery worker, by `bench/experiment_fullstack.py --simulated-gpu` (tests/support/experiment_gpu.py).
+under a real Celery worker, by `bench/experiment_fullstack.py --simulated-gpu` (testing/experiment_gpu.py).
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from pathlib import Path
 from worker.results import CompileResult, Evaluation, Profile, SizeResult, TimingStats, Verdict
 from worker.static_checks import baseline_kernel_names, check_source
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 EXPERIMENT = REPO / "demo" / "experiment"
-KERNELS = EXPERIMENT / "kernels"
 SPEEDUP = 3.0  # what a valid candidate is reported to gain at every size
 CLASSES = {"baseline": "memory_latency_bound", "candidate": "memory_bandwidth_bound"}
 
@@ -35,7 +34,7 @@ class ExpectedOutcomes:
         self.verdicts: dict[str, str] = {}
         for task in tasks or expected_tasks():
             for name, verdict in zip(task["candidates"], task["verdicts"], strict=True):
-                self.verdicts[(KERNELS / name).read_text(encoding="utf-8").strip()] = verdict
+                self.verdicts[(REPO / name).read_text(encoding="utf-8").strip()] = verdict
         self.calls: list[tuple[str, str, str, str | None]] = []
         self._lock = threading.Lock()
 

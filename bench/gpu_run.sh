@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# Measurements and GPU tests on a GPU host, one named stage after another, raw output under one folder.
+#
+#   bash bench/gpu_run.sh [options] STAGE...
+#   bash bench/gpu_run.sh --list                 the stages and what each does
+#   bash bench/gpu_run.sh --dry-run [STAGE...]   the commands each stage runs (all stages without a name)
+#
+# Options:
+#   --out DIR        raw output folder (default: $OUT, else ${TMPDIR:-/tmp}/kernelweb-gpu-run; keep it out
+#                    of the repository, whose docs keep only the summarized tables)
+#   --limit SECONDS  run each long command under `timeout` (a device call with a time limit returns what
+#                    the stage wrote so far); the experiment stage takes it as its whole budget
+#   --simulated-gpu  the experiment stage on a machine without a GPU (bench/experiment_fullstack.py's dry run)
+#   --no-wheels      do not install the wheels of .whl/
+#   --dry-run, --list, -h/--help
+#
+# Environment:
+#   PYTHON         the interpreter (default python3; e.g. .venv/bin/python on a development machine)
+#   WHEELS         a folder of wheels for that Python, installed into a scratch folder first when it holds
+#                  any (default .whl: a GPU host without network gets the wheels of requirements.txt there)
+#   PYTEST_ARGS    extra pytest arguments of the test stages, e.g. -k "not baseline_matches" or -k oob_write_far
+#   LIBRARY_ARGS   extra bench/library.py arguments of the library stages, e.g. "--task spmm_csr"
+#   EVAL_ARGS      extra bench/eval_baselines.py arguments of eval-baselines, e.g. "--task softmax --task top_k"
+#   SHARING_ARGS   bench/gpu_sharing.py arguments (default "--runs 4 --delay 5"; add "--profile filtered --rounds 1")
+#   CANDIDATES     files for the candidates stage (default: tests/gpu_candidates/*_fast.cu)
+#   SHARDS         processes side by side in library-validate (default 8)
+#   JOBS           parallel builds (default: the number of cores)
+#
+# The build cache is .build/cache in the checkout (KW_BUILD_CACHE and KW_TEST_BUILD_CACHE), so objects
+# compiled on another machine with the same nvcc and carried in .build/cache are reused, and a warm machine's
+# next call reuses its own. Where the CUDA toolkit lacks cuBLAS/cuSPARSE, they are taken from NVIDIA's Python
+# wheels installed for PYTHON (the layout of `make .cuda-libs/.ready`).
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 2
+
+STAGES=(env tests tests-formats library-compile library-validate library-time-fp32 library-time-bf16
+        library-census-fp32 library-census-bf16 library-all eval-baselines build-cache candidates
+        pipeline-demo pipeline-demo-formats sharing fullstack formats experiment)
+
+describe() {
+  case $1 in
+    env) echo "toolchain and GPU facts: nvidia-smi, nvcc, ncu, compute-sanitizer, cuobjdump, Python, numpy, torch, ninja, cores" ;;
+    tests) echo "the GPU tests of the C/CUDA engine: every baseline against its CPU reference, every candidate of tests/gpu_candidates/ against its expected verdict, the fault cases" ;;
+    tests-formats) echo "the GPU tests of the KernelBench (PyTorch) and task.yaml (make) backends" ;;
+    library-compile) echo "bench/library.py: every task and library reference compiled on all cores" ;;
+    library-validate) echo "every baseline against its CPU reference, SHARDS processes side by side (each with its own GPU lock)" ;;
+    library-time-fp32|library-time-bf16) echo "every ${1#library-time-} baseline and library reference timed, one process holding the GPU" ;;
+    library-census-fp32|library-census-bf16) echo "every ${1#library-census-} baseline profiled with Nsight Compute at its largest size; Otsu thresholds" ;;
+    library-all) echo "validate and time the whole library in one command: its wall time and peak memory" ;;
+    eval-baselines) echo "bench/eval_baselines.py --profile filtered over the baselines, then Otsu thresholds over their profiles" ;;
+    build-cache) echo "two passes over vector_add and softmax: the second must reuse the build cache" ;;
+    candidates) echo "bench/gpu_candidates.py: P and speedups of the hand-written faster candidates" ;;
+    pipeline-demo) echo "the agent pipeline with the scripted LLM (demo/scripts) on softmax, matrix_mul, dot_product FP32: trajectories" ;;
+    pipeline-demo-formats) echo "the agent pipeline with the scripted LLM on a KernelBench and a task.yaml task: trajectories" ;;
+    sharing) echo "bench/gpu_sharing.py: concurrent runs with a delayed LLM, the GPU's busy fraction" ;;
+    fullstack) echo "bench/fullstack.py: web server, Celery GPU worker and a run launched through the API, followed over a websocket" ;;
+    formats) echo "validate-tasks on the shipped KernelBench and task.yaml examples, and their hand-written candidates of demo/formats/" ;;
+    experiment) echo "bench/experiment_fullstack.py: the 12-task demo experiment through the whole stack, then its profiled variant" ;;
+    *) return 1 ;;
+  esac
+}
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+
+list_stages() {
+  local s
+  for s in "${STAGES[@]}"; do printf '  %-22s %s\n' "$s" "$(describe "$s")"; done
+}
+
+out=${OUT:-${TMPDIR:-/tmp}/kernelweb-gpu-run}
+limit=""
+dry_run=0
+simulated=0
+wheels=1
+selected=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=${2:?--out needs a folder}; shift 2 ;;
+    --out=*) out=${1#--out=}; shift ;;
+    --limit) limit=${2:?--limit needs seconds}; shift 2 ;;
+    --limit=*) limit=${1#--limit=}; shift ;;
+    --dry-run) dry_run=1; shift ;;
+    --simulated-gpu) simulated=1; shift ;;
+    --no-wheels) wheels=0; shift ;;
+    --list) list_stages; exit 0 ;;
+    -h|--help) usage; echo; echo "Stages:"; list_stages; exit 0 ;;
+    -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) describe "$1" >/dev/null || { echo "unknown stage $1 (see --list)" >&2; exit 2; }; selected+=("$1"); shift ;;
+  esac
+done
+if [ ${#selected[@]} -eq 0 ]; then
+  if [ "$dry_run" = 1 ]; then selected=("${STAGES[@]}"); else usage >&2; exit 2; fi
+fi
+case $limit in ''|*[!0-9]*) [ -z "$limit" ] || { echo "--limit takes whole seconds" >&2; exit 2; } ;; esac
+
+python=${PYTHON:-python3}
+jobs=${JOBS:-$(nproc)}
+wheel_dir=${WHEELS:-.whl}
+started=$(date +%s)
+scratch=${TMPDIR:-/tmp}/kernelweb-gpu-run.$$
+O=$(printf '%q' "$out")
+PY=$(printf '%q' "$python")
+S=$(printf '%q' "$scratch")
+T=${limit:+timeout -k 10 $limit }
+
+# One command line, shown as run (--dry-run prints it instead); a failed one fails its stage.
+run() {
+  if [ "$dry_run" = 1 ]; then printf '    %s\n' "$1"; return 0; fi
+  eval "$1" || stage_failed=1
+}
+
+stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+# The files of the GPU tests: every test module with a `gpu` mark, wherever the tests folder keeps it.
+gpu_test_files() {  # formats | engine
+  local files
+  files=$(grep -rlE --include='test_*.py' 'pytest\.mark\.gpu|mark\.gpu\b' tests | sort)
+  if [ "$1" = formats ]; then grep -E 'kernelbench|taskyaml' <<<"$files"; else grep -vE 'kernelbench|taskyaml' <<<"$files"; fi
+}
+
+pytest_cmd() {  # log-name files...
+  local log=$1; shift
+  if [ -z "$*" ]; then echo "echo 'no GPU test files found under tests/'; false"; return; fi
+  # Plain pytest: the device's Python may lack the project's pytest plugins, so the repository's addopts go.
+  echo "$T$PY -m pytest -m gpu $* -q -rA -p no:cacheprovider -p no:django -o addopts= ${PYTEST_ARGS:-}" \
+       "--junitxml=$O/$log.xml > $O/$log.log 2>&1; _rc=\$?; tail -25 $O/$log.log; (exit \$_rc)"
+}
+
+setup() {
+  if [ "$dry_run" = 1 ]; then
+    echo "setup: mkdir -p $O; wheels of $wheel_dir/ installed into $S/site when present (PYTHONPATH);"
+    echo "       KW_BUILD_CACHE=.build/cache; KW_CUDA_EXTRA from NVIDIA's Python wheels when the toolkit lacks cuBLAS"
+    return 0
+  fi
+  mkdir -p "$out" "$scratch" || exit 1
+  export PYTHONUNBUFFERED=1 KW_BUILD_CACHE=$PWD/.build/cache KW_TEST_BUILD_CACHE=$PWD/.build/cache
+  export KW_TIMING_CACHE=${KW_TIMING_CACHE:-$scratch/timing} MAX_JOBS=${MAX_JOBS:-$jobs}
+  if [ "$wheels" = 1 ] && compgen -G "$wheel_dir/*.whl" >/dev/null; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$scratch/site" \
+      "$wheel_dir"/*.whl || { echo "could not install the wheels of $wheel_dir/" >&2; exit 1; }
+    export PYTHONPATH=$scratch/site${PYTHONPATH:+:$PYTHONPATH} PATH=$scratch/site/bin:$PATH
+  fi
+  local nvcc inc site d f
+  nvcc=$(command -v nvcc) || return 0
+  inc=$(dirname "$(readlink -f "$nvcc")")/../include
+  if [ -z "${KW_CUDA_EXTRA:-}" ] && { [ ! -f "$inc/cublas_v2.h" ] || [ ! -f "$inc/cusparse.h" ]; }; then
+    site=$("$python" -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null) || return 0
+    mkdir -p "$scratch/cuda-extra/include" "$scratch/cuda-extra/lib"
+    for d in "$site"/nvidia/*/; do
+      [ -d "$d/include" ] && cp -r "$d/include/." "$scratch/cuda-extra/include/"
+      [ -d "$d/lib" ] && cp -r "$d/lib/." "$scratch/cuda-extra/lib/"
+    done
+    for f in "$scratch"/cuda-extra/lib/lib*.so.*; do [ -e "$f" ] && ln -sf "$(basename "$f")" "${f%%.so.*}.so"; done
+    export KW_CUDA_EXTRA=$scratch/cuda-extra
+  fi
+}
+
+stage() {
+  local name=$1 p
+  case $name in
+    env)
+      run "{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv;
+      nvcc --version | tail -2; ncu --version | tail -1; compute-sanitizer --version | tail -1;
+      echo \"cuobjdump: \$(command -v cuobjdump || echo missing)\"; $PY --version;
+      $PY -c 'import numpy; print(\"numpy\", numpy.__version__)';
+      $PY -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda)';
+      echo \"ninja \$(ninja --version)\"; echo \"cores: \$(nproc)\";
+      echo \"KW_CUDA_EXTRA=\${KW_CUDA_EXTRA:-unset}\";
+      echo \"carried build objects: \$(ls .build/cache/objects 2>/dev/null | wc -l)\"; } 2>&1 | tee $O/env.txt" ;;
+    tests)
+      run "$(pytest_cmd gpu-tests "$(gpu_test_files engine | tr '\n' ' ')")" ;;
+    tests-formats)
+      run "$(pytest_cmd gpu-tests-formats "$(gpu_test_files formats | tr '\n' ' ')")" ;;
+    library-compile)
+      run "$T$PY bench/library.py --jobs $jobs ${LIBRARY_ARGS:-} 2> $O/library-compile.err | tee $O/library-compile.txt" ;;
+    library-validate)
+      local n=${SHARDS:-8} k
+      run "mkdir -p $O/library-validate"
+      run "_pids=(); _t0=\$(date +%s)"
+      for k in $(seq 0 $((n - 1))); do
+        run "KW_LOCK_DIR=$S/lock-$k $T$PY bench/library.py --validate --shard $k/$n --jobs 2 ${LIBRARY_ARGS:-} \
+--json $O/library-validate/shard-$k.json > $S/validate-$k.txt 2>&1 & _pids+=(\$!)"
+      done
+      run "_rc=0; for _p in \"\${_pids[@]}\"; do wait \$_p || _rc=1; done; \
+echo \"validate: $n shards in \$(( \$(date +%s) - _t0 )) s\"; (exit \$_rc)"
+      run "cat $S/validate-*.txt | grep -E '^(FAIL|validate:|compile:|  FAILED)' | tee $O/library-validate.txt" ;;
+    library-time-fp32|library-time-bf16)
+      p=${name#library-time-}
+      run "$T$PY bench/library.py --time --precision $p --jobs $jobs ${LIBRARY_ARGS:-} --json $O/library-time-$p.json \
+2> $O/library-time-$p.err | tee $O/library-time-$p.txt | { grep -v '^|' || true; }" ;;
+    library-census-fp32|library-census-bf16)
+      p=${name#library-census-}
+      run "$T$PY bench/library.py --census --precision $p --jobs $jobs ${LIBRARY_ARGS:-} --json $O/library-census-$p.json \
+2> $O/library-census-$p.err | tee $O/library-census-$p.txt | { grep -v '^|' || true; }; _rc=\$?; \
+grep '^no profile' $O/library-census-$p.err; (exit \$_rc)" ;;
+    library-all)
+      run "/usr/bin/time -v $T$PY bench/library.py --validate --time --jobs $jobs ${LIBRARY_ARGS:-} \
+--json $O/library-all.json 2> $O/library-all.err | tee $O/library-all.txt | { grep -v '^|' || true; }; _rc=\$?; \
+grep -E 'Elapsed|Maximum resident' $O/library-all.err; (exit \$_rc)" ;;
+    eval-baselines)
+      run "$T$PY bench/eval_baselines.py --profile filtered --runs 1 --json $O/eval-baselines.json ${EVAL_ARGS:-} \
+> $O/eval-baselines.txt 2> $O/eval-baselines.err; _rc=\$?; tail -32 $O/eval-baselines.txt; \
+grep done $O/eval-baselines.err; (exit \$_rc)"
+      run "$PY -m worker thresholds --from-json $O/eval-baselines.json 2>&1 | tee $O/thresholds.txt | tail -30" ;;
+    build-cache)
+      run "$T$PY bench/eval_baselines.py --task vector_add --task softmax --profile none --runs 2 \
+> $O/build-cache.txt 2>&1; _rc=\$?; tail -14 $O/build-cache.txt; (exit \$_rc)" ;;
+    candidates)
+      run "$T$PY bench/gpu_candidates.py ${CANDIDATES:-tests/gpu_candidates/*_fast.cu} --json $O/candidates.json 2>&1 \
+| tee $O/candidates.txt" ;;
+    pipeline-demo)
+      local op
+      for op in softmax matrix_mul dot_product; do
+        run "$T$PY -m worker optimize --task $op --precision fp32 --llm demo/scripts/${op}_fp32_demo.json \
+--rounds 2 --debug-rounds 1 --profile filtered --out $O/${op}_fp32_trajectory.json 2>> $O/pipeline-demo.log \
+| tee -a $O/pipeline-demo.txt"
+      done ;;
+    pipeline-demo-formats)
+      local task script
+      for task in kernelbench-examples/scale_bias_leaky_relu:scale_bias_leaky_relu_fp32 \
+                  cudahercules-examples/vector_add_make:vector_add_make; do
+        script=${task#*:}; task=${task%%:*}
+        run "$T$PY -m worker optimize --task $task --precision fp32 --llm demo/scripts/${script}_demo.json \
+--rounds 2 --debug-rounds 1 --profile none --out $O/${script}_trajectory.json > $O/${script}.log 2>&1; \
+_rc=\$?; echo \"exit \$_rc\"; tail -12 $O/${script}.log; (exit \$_rc)"
+      done ;;
+    sharing)
+      run "$T$PY bench/gpu_sharing.py ${SHARING_ARGS:---runs 4 --delay 5} 2>&1 | tee $O/sharing.txt" ;;
+    fullstack)
+      run "$T$PY bench/fullstack.py > $O/fullstack.txt 2>&1; _rc=\$?; tail -22 $O/fullstack.txt; (exit \$_rc)" ;;
+    formats)
+      local task
+      for task in kernelbench-examples/matmul_square kernelbench-examples/scale_bias_leaky_relu \
+                  cudahercules-examples/vector_add_make; do
+        run "$T$PY -m worker validate-tasks --task $task 2>> $O/formats.err | tee -a $O/formats.txt"
+      done
+      # task precision candidate [options]: the hand-written candidates of the shipped examples
+      local row
+      for row in "kernelbench-examples/scale_bias_leaky_relu fp32 demo/formats/scale_bias_leaky_relu_fused.py --torch-compile" \
+                 "kernelbench-examples/scale_bias_leaky_relu bf16 demo/formats/scale_bias_leaky_relu_fused.py --torch-compile" \
+                 "kernelbench-examples/matmul_square fp32 demo/formats/matmul_square_tiled.py" \
+                 "cudahercules-examples/vector_add_make fp32 demo/formats/vector_add_make_fast.cu"; do
+        read -r task p file opts <<<"$row"
+        run "echo '== eval $task $p $file' | tee -a $O/formats.txt; $T$PY -m worker eval --task $task --precision $p \
+--candidate $file ${opts:-} --json $O/formats-eval-${task#*/}-$p.json 2>> $O/formats.err | tee -a $O/formats.txt"
+      done
+      run "tail -5 $O/formats.err" ;;
+    experiment)
+      local budget=${limit:-0} left deadline sim=""
+      [ "$simulated" = 1 ] && sim=" --simulated-gpu"
+      if [ "$budget" -gt 0 ]; then
+        # What is left of the budget, 20 s kept for packing; the experiment ends 60 s before, for its cancel,
+        # analyses and export.
+        left=$(( budget - ($(date +%s) - started) - 20 )); deadline=$(( left - 60 ))
+        run "timeout -k 10 $left $PY bench/experiment_fullstack.py --out $S/experiment --deadline $deadline$sim \
+> $O/experiment.txt 2>&1; echo \"bench/experiment_fullstack.py exit \$?\" >> $O/experiment.txt"
+      else
+        run "$PY bench/experiment_fullstack.py --out $S/experiment$sim > $O/experiment.txt 2>&1; \
+echo \"bench/experiment_fullstack.py exit \$?\" >> $O/experiment.txt"
+      fi
+      run "cp $S/experiment/summary.json $O/experiment-summary.json 2>/dev/null; \
+tar -czf $O/experiment.tgz -C $S/experiment . 2>> $O/experiment.txt || true"
+      # Device calls return files up to a size: large archives come back in parts (cat experiment.tgz.part-*).
+      run "if [ \$(stat -c %s $O/experiment.tgz) -gt $((15 * 1024 * 1024)) ]; then \
+split -b 15M -a 1 $O/experiment.tgz $O/experiment.tgz.part- && rm $O/experiment.tgz; fi"
+      run "tail -n 60 $O/experiment.txt; grep -q 'experiment_fullstack.py exit 0' $O/experiment.txt" ;;
+  esac
+}
+
+setup
+failed=()
+for name in "${selected[@]}"; do
+  if [ "$dry_run" = 1 ]; then echo "$name: $(describe "$name")"; else stamp "$name: $(describe "$name")"; fi
+  stage_failed=0
+  stage "$name"
+  [ "$stage_failed" = 0 ] || failed+=("$name")
+done
+[ "$dry_run" = 1 ] && exit 0
+rm -rf "$scratch/site" "$scratch/cuda-extra"
+stamp "done in $(( $(date +%s) - started )) s; raw output in $out"
+if [ ${#failed[@]} -gt 0 ]; then echo "stages that failed: ${failed[*]}"; exit 1; fi

@@ -8,7 +8,7 @@ QUEUES ?= kernelweb,gpu
 # PostgreSQL and Redis used by `make test` (the CI machine runs both on loopback).
 POSTGRES_TEST_URL ?= postgres://postgres@127.0.0.1:5432/kernelweb
 REDIS_TEST_URL    ?= redis://127.0.0.1:6379/15
-# Where `make .cuda-libs/.ready` put cuBLAS/cuSPARSE when the toolkit lacks them (read by worker/build.py).
+# Where `make .cuda-libs/.ready` put cuBLAS/cuSPARSE when the toolkit lacks them (read by worker/formats/cuda/build.py).
 export KW_CUDA_EXTRA := $(CURDIR)/.cuda-libs
 
 .PHONY: run worker install install-dev migrate test test-fast test-gpu lint format clean
@@ -79,7 +79,7 @@ clean:
 
 # What a compiler-only CUDA install (as on CI) lacks, from NVIDIA's PyPI wheels into .cuda-libs/:
 # cuBLAS and cuSPARSE headers and libraries (the tasks' library references), and cuobjdump +
-# nvdisasm (the PTX/SASS listings of worker/assembly.py). Full toolkits need none of it.
+# nvdisasm (the PTX/SASS listings of worker/engine/assembly.py). Full toolkits need none of it.
 CUDA_HOME_DIR := $(dir $(shell readlink -f $$(command -v nvcc) 2>/dev/null))..
 .cuda-libs/.ready: | $(BIN)/python
 	@rm -rf .cuda-libs && mkdir -p .cuda-libs/wheels .cuda-libs/include .cuda-libs/lib .cuda-libs/bin; 	want=""; 	if [ ! -f "$(CUDA_HOME_DIR)/include/cublas_v2.h" ] || [ ! -f "$(CUDA_HOME_DIR)/include/cusparse.h" ]; then 	  want="$$want nvidia-cublas==13.10.0.20 nvidia-cusparse==12.9.4.2"; fi; 	if ! command -v cuobjdump >/dev/null && [ ! -x "$(CUDA_HOME_DIR)/bin/cuobjdump" ]; then 	  want="$$want nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37"; fi; 	if [ -z "$$want" ]; then echo "the CUDA toolkit has cuBLAS, cuSPARSE and cuobjdump"; else 	  echo "from NVIDIA's wheels:$$want" && 	  $(BIN)/pip download -q --no-deps -d .cuda-libs/wheels $$want && 	  for w in .cuda-libs/wheels/*.whl; do $(BIN)/python -m zipfile -e $$w .cuda-libs/unpacked; done && 	  for kind in include lib bin; do for d in .cuda-libs/unpacked/nvidia/*/$$kind; do 	    [ -d "$$d" ] && cp -r "$$d/." ".cuda-libs/$$kind/"; done; done && 	  chmod +x .cuda-libs/bin/* 2>/dev/null; 	  for f in .cuda-libs/lib/lib*.so.*; do [ -e "$$f" ] && ln -sf $$(basename $$f) $${f%%.so.*}.so; done; 	  rm -rf .cuda-libs/wheels .cuda-libs/unpacked; 	fi

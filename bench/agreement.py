@@ -49,7 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from worker.spec import TaskSpec, discover, eval_complexity  # noqa: E402
+from worker.formats.cuda.spec import TaskSpec, eval_complexity  # noqa: E402
+from worker.registry import discover_tasks  # noqa: E402
 
 PRECISIONS = ("fp32", "bf16")
 START = re.compile(r"^[ \t]*//\s*=+\s*OPTIMIZED KERNEL START\s*=+[ \t]*\n", re.M)
@@ -296,7 +297,8 @@ class Agreement:
         self.checkout = Path(args.checkout).resolve()
         self.out = Path(args.out).resolve()
         self.build_dir = Path(args.build_dir).resolve() if args.build_dir else self.out / "build"
-        specs = {s.name: s for s in discover(REPO / "tasks").specs if getattr(s, "suite", "") == "mskernelbench"}
+        found = discover_tasks(REPO / "tasks", backends=("cuda",)).specs
+        specs = {s.name: s for s in found if getattr(s, "suite", "") == "mskernelbench"}
         wanted = [o.strip() for o in args.ops.split(",")] if args.ops else sorted(specs)
         unknown = [o for o in wanted if o not in specs]
         if unknown:

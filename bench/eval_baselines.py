@@ -28,11 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from worker import toolchain as tc  # noqa: E402
-from worker.build import build  # noqa: E402
-from worker.evaluate import EvalOptions, evaluate_baseline  # noqa: E402
-from worker.results import Evaluation  # noqa: E402
-from worker.spec import PRECISIONS, discover  # noqa: E402
+from worker.engine import toolchain as tc  # noqa: E402
+from worker.engine.results import Evaluation  # noqa: E402
+from worker.engine.taskspec import PRECISIONS
+from worker.formats.cuda.build import build  # noqa: E402
+from worker.formats.cuda.evaluation import EvalOptions, evaluate_baseline  # noqa: E402
+from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 COLUMNS = (
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     chain = tc.detect()
-    found = discover(Path(args.tasks_root))
+    found = discover_tasks(Path(args.tasks_root), backends=("cuda",))
     specs = [s for s in found.specs if not args.task or s.name in args.task]
     precisions = [args.precision] if args.precision else list(PRECISIONS)
     cases = [(s, p) for s in specs for p in precisions if p in s.interfaces]

@@ -347,7 +347,7 @@ def main() -> int:
         stack.manage("createsuperuser", "--noinput", "--username", "experiment", "--email", "e@example.org")
         llm_ports = (args.port + 1, args.port + 2)  # one scripted server per experiment: each plays the script once
         for i, port in enumerate(llm_ports):
-            stack.spawn(f"llm-{i + 1}", [sys.executable, "-m", "worker.scripted_llm", "--script", args.script,
+            stack.spawn(f"llm-{i + 1}", [sys.executable, "-m", "testing.scripted_llm", "--script", args.script,
                                         "--port", str(port)])
         stack.manage("shell", "-c", "from apps.llm.models import LLMEndpoint\n" + "".join(
             f"LLMEndpoint.objects.create(name='scripted-{i + 1}', base_url='http://127.0.0.1:{port}/v1', "

@@ -4,7 +4,7 @@ launched through the API and followed over a websocket (recorded in docs/gpu-val
     python3 bench/fullstack.py [--task softmax] [--script demo/scripts/softmax_fp32_demo.json]
 
 Starts from nothing in a temporary KERNELWEB_VAR_DIR: migrate, sync_tasks, a user, the scripted
-OpenAI-compatible LLM (worker/scripted_llm.py; the GPU host reaches no real endpoint), daphne and
+OpenAI-compatible LLM (testing/scripted_llm.py; the GPU host reaches no real endpoint), daphne and
 `celery worker -Q kernelweb,gpu`, and an LLM endpoint row for the scripted server. Then, as a user
 would: a token from /api/auth/token/, the task and endpoint ids from the API, POST /api/runs/, a
 websocket on /ws/runs/<id>/events/ until the run ends, and /api/runs/<id>/events/
@@ -92,7 +92,7 @@ def main() -> int:
         manage("migrate", "--noinput")
         manage("sync_tasks", "--strict")
         manage("createsuperuser", "--noinput", "--username", "fullstack", "--email", "f@example.org")
-        spawn("llm", [sys.executable, "-m", "worker.scripted_llm", "--script", args.script, "--port", "8791",
+        spawn("llm", [sys.executable, "-m", "testing.scripted_llm", "--script", args.script, "--port", "8791",
                       "--loop"])
         manage("shell", "-c", "from apps.llm.models import LLMEndpoint; LLMEndpoint.objects.create("
                "name='scripted', base_url='http://127.0.0.1:8791/v1')")

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from testing.gpu_candidates import LIBRARY, expected_verdict, task_of  # noqa: E402
-from worker import toolchain as tc  # noqa: E402
-from worker.evaluate import EvalOptions, evaluate  # noqa: E402
+from worker.engine import toolchain as tc  # noqa: E402
+from worker.formats.cuda.evaluation import EvalOptions, evaluate  # noqa: E402
 
 
 def main() -> int:

@@ -38,12 +38,14 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from worker import ncu  # noqa: E402
-from worker import toolchain as tc  # noqa: E402
-from worker.build import build  # noqa: E402
-from worker.evaluate import EvalOptions, evaluate_baseline, evaluate_reference, validate  # noqa: E402
-from worker.results import Evaluation  # noqa: E402
-from worker.spec import PRECISIONS, TaskSpec, discover  # noqa: E402
+from worker.engine import ncu  # noqa: E402
+from worker.engine import toolchain as tc  # noqa: E402
+from worker.engine.results import Evaluation  # noqa: E402
+from worker.engine.taskspec import PRECISIONS
+from worker.formats.cuda.build import build  # noqa: E402
+from worker.formats.cuda.evaluation import EvalOptions, evaluate_baseline, evaluate_reference, validate  # noqa: E402
+from worker.formats.cuda.spec import TaskSpec  # noqa: E402
+from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.census_from:
         return census_from(args.census_from)
 
-    found = discover(TASKS)
+    found = discover_tasks(TASKS, backends=("cuda",))
     if found.errors:
         print("invalid specs:\n" + "\n".join(map(str, found.errors)), file=sys.stderr)
         return 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from worker.trajectory import load  # noqa: E402
+from worker.agents.trajectory import load  # noqa: E402
 
 
 def main(paths: list[str]) -> int:

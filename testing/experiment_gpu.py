@@ -14,9 +14,9 @@ import dataclasses
 from apps.fleet import heartbeat
 from apps.runs import execution
 from testing.experiment_outcomes import ExpectedOutcomes
-from worker import toolchain
-from worker.gpu import GpuInfo
-from worker.pipeline import Pipeline
+from worker.agents.pipeline import Pipeline
+from worker.engine import toolchain
+from worker.engine.gpu import GpuInfo
 
 SIMULATED = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3 (simulated)", uuid="GPU-simulated-h100",
                     compute_capability="9.0", memory_mib=81559, driver="simulated")

@@ -12,8 +12,8 @@ import json
 import threading
 from pathlib import Path
 
-from worker.results import CompileResult, Evaluation, Profile, SizeResult, TimingStats, Verdict
-from worker.static_checks import baseline_kernel_names, check_source
+from worker.engine.results import CompileResult, Evaluation, Profile, SizeResult, TimingStats, Verdict
+from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
 
 REPO = Path(__file__).resolve().parents[1]
 EXPERIMENT = REPO / "demo" / "experiment"

@@ -13,10 +13,11 @@ import json
 import re
 from pathlib import Path
 
-from worker.spec import PRECISIONS, discover
+from worker.engine.taskspec import PRECISIONS
+from worker.registry import discover_tasks
 
 REPO = Path(__file__).resolve().parents[1]
-LIBRARY = {s.name: s for s in discover(REPO / "tasks").specs}
+LIBRARY = {s.name: s for s in discover_tasks(REPO / "tasks", backends=("cuda",)).specs}
 CASES = [(s, p) for s in LIBRARY.values() for p in PRECISIONS if p in s.interfaces]
 CANDIDATE_DIR = REPO / "tests" / "gpu_candidates"
 CANDIDATE_FILES = sorted(CANDIDATE_DIR.glob("*.cu"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from worker import ncu
+from worker.engine import ncu
 
 DATA = Path(__file__).resolve().parents[1] / "demo" / "h100-library.json"
 ROWS = json.loads(DATA.read_text(encoding="utf-8"))["census_rows"]

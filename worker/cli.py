@@ -12,15 +12,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from worker import ncu
-from worker import toolchain as tc
-from worker.build import HARNESS_DIR, REPO_ROOT
-from worker.evaluate import EvalOptions, evaluate_reference
-from worker.results import Evaluation, Verdict
-from worker.runner import evaluate, evaluate_baseline, validate
-from worker.spec import PRECISIONS
-from worker.taskfile import AnySpec, discover_tasks
-from worker.trajectory import run_optimize
+from worker.agents.trajectory import run_optimize
+from worker.engine import ncu
+from worker.engine import toolchain as tc
+from worker.engine.results import Evaluation, Verdict
+from worker.engine.taskspec import PRECISIONS
+from worker.formats.cuda.build import HARNESS_DIR, REPO_ROOT
+from worker.formats.cuda.evaluation import EvalOptions, evaluate_reference
+from worker.registry import AnySpec, discover_tasks, evaluate, evaluate_baseline, validate
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 TASKS_ROOT = REPO_ROOT / "tasks"

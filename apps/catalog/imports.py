@@ -37,8 +37,8 @@ from django.conf import settings
 from apps.catalog.models import Task
 from apps.catalog.services import SyncReport, source_hash, tasks_sync_specs
 from worker import importers
-from worker.spec import SpecError
-from worker.taskfile import SPEC_FILES, AnySpec, load_task
+from worker.engine.taskspec import SpecError
+from worker.registry import SPEC_FILES, AnySpec, load_task
 
 MiB = 1024 * 1024
 _SUITE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

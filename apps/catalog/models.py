@@ -43,7 +43,7 @@ class Task(models.Model):
     enabled = models.BooleanField(default=True)
     spec_path = models.CharField(max_length=500, blank=True, help_text="Relative to TASKS_DIR.")
     source_hash = models.CharField(max_length=64, blank=True, help_text="Hash of spec + sources at last sync.")
-    # The last "Validate baseline on GPU" (baseline vs the CPU reference, worker.evaluate.validate).
+    # The last "Validate baseline on GPU" (baseline vs the CPU reference, worker.formats.cuda.evaluation.validate).
     validated_at = models.DateTimeField(null=True, blank=True)
     validation_verdict = models.CharField(
         max_length=32, blank=True, help_text="ok, incorrect, no_gpu, compile_error, ...; 'queued' while waiting."

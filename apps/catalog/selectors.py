@@ -12,7 +12,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from apps.catalog.models import Precision, Task
 from apps.runs.models import Bottleneck, Profile, Run
 from apps.runs.selectors import runs_visible_to
-from worker.spec import eval_complexity
+from worker.engine.taskspec import eval_complexity
 
 
 def task_count() -> int:

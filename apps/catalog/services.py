@@ -12,9 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.catalog.models import Task
-from worker.results import Evaluation
-from worker.spec import SpecError
-from worker.taskfile import AnySpec, discover_tasks, load_task
+from worker.engine.results import Evaluation
+from worker.engine.taskspec import SpecError
+from worker.registry import AnySpec, discover_tasks, load_task
 
 
 @dataclass(frozen=True)
@@ -178,11 +178,12 @@ def _validation_detail(evaluation: Evaluation) -> str:
 
 
 def task_validate_baseline(task_id: int, *, chain=None) -> ValidationOutcome:
-    """Run the task's baseline against its CPU reference (worker.evaluate.validate) and store the outcome.
+    """Run the task's baseline against its CPU reference (worker.registry.validate) and
+    store the outcome.
 
     On a machine without a GPU the outcome is the no_gpu verdict with the toolchain's reason.
     """
-    from worker.runner import validate  # the worker's toolchain imports stay out of web processes
+    from worker.registry import validate  # the worker's toolchain imports stay out of web processes
 
     task = Task.objects.get(pk=task_id)
     outcome: ValidationOutcome

@@ -20,7 +20,7 @@ from apps.catalog.models import Task
 from apps.experiments.models import Experiment, ExperimentRun
 from apps.runs.exports import trajectory_export
 from apps.runs.imports import trajectory_import
-from worker.trajectory import load as load_trajectory
+from worker.agents.trajectory import load as load_trajectory
 
 FORMAT, VERSION = "kernelweb-experiment", 1
 MANIFEST = "experiment.json"

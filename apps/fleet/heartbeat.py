@@ -28,7 +28,7 @@ from apps.fleet.services import (
     worker_stopped,
 )
 from apps.runs.models import Turn
-from worker import toolchain
+from worker.engine import toolchain
 
 logger = logging.getLogger(__name__)
 

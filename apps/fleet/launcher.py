@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from kernelweb.queues import GPU_QUEUE, gpu_model, gpu_queue
-from worker.gpu_lock import default_lock_dir
+from worker.engine.gpu_lock import default_lock_dir
 
 SMI_QUERY = "index,name,uuid,driver_version"
 
@@ -111,7 +111,7 @@ def plan_workers(gpus: Sequence[Gpu], *, only: Sequence[int] = (), python: str =
 
 
 def shared_lock_dir() -> str:
-    """One lock folder for every worker of the host (per-GPU flocks; see worker/gpu_lock.py)."""
+    """One lock folder for every worker of the host (per-GPU flocks; see worker/engine/gpu_lock.py)."""
     return str(default_lock_dir())
 
 

@@ -1,7 +1,7 @@
 """What a GPU worker does with a run it received: claim it, run the pipeline, record the end.
 
 A redelivered message (acks_late after a worker crash) finds the run no longer queued and does
-nothing: the claim is the idempotency guard. The pipeline itself is Django-free (worker/pipeline.py);
+nothing: the claim is the idempotency guard. The pipeline itself is Django-free (worker/agents/pipeline.py);
 `DjangoSink` turns what it reports into Turn, AgentCall and Profile rows and RunEvents.
 """
 
@@ -20,12 +20,12 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from apps.runs.events import event_append
 from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
 from apps.runs.services import run_claim, run_fail, run_reclaim, run_transition
-from worker import toolchain
-from worker.llm import OpenAIChatClient, PriceTable
-from worker.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
-from worker.prompts import HardwareInfo
-from worker.spec import SpecError
-from worker.taskfile import load_task
+from worker.agents.llm import OpenAIChatClient, PriceTable
+from worker.agents.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
+from worker.agents.prompts import HardwareInfo
+from worker.engine import toolchain
+from worker.engine.taskspec import SpecError
+from worker.registry import load_task
 
 logger = logging.getLogger(__name__)
 

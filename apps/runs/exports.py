@@ -1,4 +1,4 @@
-"""A finished run as a trajectory (worker/trajectory.py, version 1): the inverse of apps/runs/imports.py.
+"""A finished run as a trajectory (worker/agents/trajectory.py, version 1): the inverse of apps/runs/imports.py.
 
 `trajectory_export(run)` gives the document `manage.py import_trajectory` reads, so a run made on one
 installation (a GPU host running the whole stack, for instance) can be loaded into another as demo data.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime
 
 from apps.runs.models import Run, Turn, TurnAssembly
-from worker.results import Verdict
-from worker.trajectory import FORMAT, VERSION
+from worker.agents.trajectory import FORMAT, VERSION
+from worker.engine.results import Verdict
 
 # Events trajectory_import appends on its own (run_create / run_transition / the worker's start).
 _RECREATED = frozenset({"run.queued", "run.running", "run.succeeded", "run.failed", "run.cancelled",

@@ -5,7 +5,7 @@ from apps.fleet.selectors import gpu_targets, target_queue
 from apps.llm.selectors import endpoints_for
 from apps.runs.models import ProfileMode
 from apps.runs.services import RunConfig
-from worker.pipeline import ROLES
+from worker.agents.pipeline import ROLES
 
 ROLE_FIELDS = {role: f"{role}_model" for role in ROLES}
 

@@ -1,4 +1,4 @@
-"""Load a headless trajectory (worker/trajectory.py) into the database as a finished run.
+"""Load a headless trajectory (worker/agents/trajectory.py) into the database as a finished run.
 
 Turns, agent calls and profiles go through the same DjangoSink a live run uses, so an imported run
 looks exactly like one executed here; its events are replayed in their recorded order.
@@ -17,8 +17,8 @@ from apps.runs.events import event_append
 from apps.runs.execution import DjangoSink
 from apps.runs.models import Run, RunStatus
 from apps.runs.services import run_transition
-from worker.pipeline import AgentCallRecord, TurnRecord
-from worker.results import Evaluation
+from worker.agents.pipeline import AgentCallRecord, TurnRecord
+from worker.engine.results import Evaluation
 
 
 class TrajectoryImportError(ValueError):

@@ -16,12 +16,11 @@ from apps.runs.events import event_append
 from apps.runs.execution import DjangoSink
 from apps.runs.models import Run, RunStatus, Turn, TurnKind
 from apps.runs.services import run_claim, run_fail, run_transition
-from worker import toolchain
-from worker.evaluate import EvalOptions
-from worker.pipeline import TurnRecord
-from worker.runner import evaluate
-from worker.spec import SpecError
-from worker.taskfile import load_task
+from worker.agents.pipeline import TurnRecord
+from worker.engine import toolchain
+from worker.engine.taskspec import SpecError
+from worker.formats.cuda.evaluation import EvalOptions
+from worker.registry import evaluate, load_task
 
 MAX_SOURCE_BYTES = 256 * 1024  # a kernel file, not a data dump
 

@@ -144,7 +144,7 @@ class Turn(models.Model):
 
 
 class Bottleneck(models.TextChoices):
-    # The engine's values (worker.results.Bottleneck), stored as they come.
+    # The engine's values (worker.engine.results.Bottleneck), stored as they come.
     COMPUTE = "compute_bound", "Compute bound"
     MEMORY_LATENCY = "memory_latency_bound", "Memory latency bound"
     MEMORY_BANDWIDTH = "memory_bandwidth_bound", "Memory bandwidth bound"
@@ -152,7 +152,7 @@ class Bottleneck(models.TextChoices):
 
 
 class TurnAssembly(models.Model):
-    """The PTX and SASS of a turn's compiled object (worker/assembly.py), apart from Turn so that
+    """The PTX and SASS of a turn's compiled object (worker/engine/assembly.py), apart from Turn so that
     timelines and lists never load hundreds of kilobytes per turn."""
 
     turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="assembly")

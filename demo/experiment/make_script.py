@@ -24,7 +24,7 @@ Each step is matched by the text only its own task's prompts contain: the user p
 Coder and Debug agents names the entry point and the precision ("(`vector_add_bf16`, BF16)"), the Compiler
 agent's carries the candidate, which defines `void <entry>_optimized(`. Steps of one task are used in
 order, so the first Coder answer is the first attempt and the second one the fix. Token counts are those
-of the real prompts (worker/prompts.py, for an H100) at 4 characters a token, plus what the engine adds
+of the real prompts (worker/agents/prompts.py, for an H100) at 4 characters a token, plus what the engine adds
 at run time (results and profile for the Planner, the log for the Debug agent).
 
 The top-level "tasks" list says what each run is expected to do; tests/worker/test_experiment_script.py
@@ -48,10 +48,10 @@ ROOT = HERE.parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make `worker` importable
     sys.path.insert(0, str(ROOT))
 
-from worker import prompts  # noqa: E402
-from worker.pipeline import ALLOWED_FLAGS_TEXT  # noqa: E402
-from worker.results import SizeResult  # noqa: E402
-from worker.spec import TaskSpec, load_spec  # noqa: E402
+from worker.agents import prompts  # noqa: E402
+from worker.agents.pipeline import ALLOWED_FLAGS_TEXT  # noqa: E402
+from worker.engine.results import SizeResult  # noqa: E402
+from worker.formats.cuda.spec import TaskSpec, load_spec  # noqa: E402
 
 KERNELS = ROOT / "tests" / "gpu_candidates"  # the hand-written candidates, shared with the GPU tests
 SCRIPT = HERE / "script.json"
@@ -59,7 +59,7 @@ TASKS_DIR = ROOT / "tasks" / "mskernelbench"
 MODEL = "scripted"
 COMMAND = "nvcc -O3 -arch=sm_90 -std=c++17 -Xptxas -v"
 COMMAND_LINEINFO = "nvcc -O3 -arch=sm_90 -std=c++17 -lineinfo -Xptxas -v"
-DEFAULT_COMMAND = "nvcc -O3 -arch=sm_90 -std=c++17"  # worker.flags.default_flags("sm_90")
+DEFAULT_COMMAND = "nvcc -O3 -arch=sm_90 -std=c++17"  # worker.formats.cuda.flags.default_flags("sm_90")
 # Tokens the engine adds to a prompt at run time that this generator cannot know in advance.
 PLANNER_EXTRA = 420  # five size blocks of results and the filtered profile of five sizes
 DEBUG_EXTRA = {"compile": 160, "mismatch": 90}
@@ -203,7 +203,7 @@ def spec_of(op: str) -> TaskSpec:
 
 
 def task_marker(spec: TaskSpec, precision: str) -> str:
-    """Text that only this task's Planner, Coder and Debug prompts contain (worker.prompts.describe_task)."""
+    """Text that only this task's Planner, Coder and Debug prompts contain (worker.agents.prompts.describe_task)."""
     return f"(`{spec.interfaces[precision].entry}`, {precision.upper()})"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from worker.results import CompileResult, Evaluation, SizeResult, TimingStats, Verdict
+from worker.engine.results import CompileResult, Evaluation, SizeResult, TimingStats, Verdict
 
 PLAN = "Use a grid-stride loop with float4 loads."
 COMMAND = "nvcc -O3 -arch=sm_90 --use_fast_math"

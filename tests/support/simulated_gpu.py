@@ -15,9 +15,9 @@ import os
 from apps.fleet import heartbeat
 from apps.runs import execution, manual
 from tests.support.scripted_eval import ScriptedEvaluator
-from worker import toolchain
-from worker.gpu import GpuInfo
-from worker.pipeline import Pipeline
+from worker.agents.pipeline import Pipeline
+from worker.engine import toolchain
+from worker.engine.gpu import GpuInfo
 
 # KW_SIMULATED_GPU names the model, so that fleet tests can run workers of different models on one host.
 SIMULATED = GpuInfo(index=0, name=os.environ.get("KW_SIMULATED_GPU", "Simulated GPU (tests)"), uuid="GPU-simulated",

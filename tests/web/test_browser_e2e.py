@@ -13,10 +13,10 @@ from io import StringIO
 
 import pytest
 
+from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import ROOT, make_stack
-from worker.scripted_llm import ScriptedLLM
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PASSWORD = "e2e-pass-123"

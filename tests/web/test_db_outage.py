@@ -16,12 +16,12 @@ import psycopg
 import pytest
 
 from testing.reachable import reachable
+from testing.scripted_llm import ScriptedLLM
 from tests.conftest import REDIS_TEST_URL
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, make_stack
 from tests.support.tcp_proxy import OutageProxy
-from worker.scripted_llm import ScriptedLLM
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 POSTGRES_TEST_URL = os.environ.get("POSTGRES_TEST_URL", "postgres://postgres@127.0.0.1:5432/kernelweb")

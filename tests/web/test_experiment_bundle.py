@@ -18,7 +18,7 @@ from apps.runs.exports import trajectory_export
 from apps.runs.imports import trajectory_import
 from apps.runs.models import Run, RunStatus
 from apps.runs.services import RunConfig, run_create
-from worker.trajectory import load
+from worker.agents.trajectory import load
 
 pytestmark = pytest.mark.django_db
 DEMO = sorted((Path(settings.BASE_DIR) / "demo" / "trajectories").glob("*_trajectory.json"))

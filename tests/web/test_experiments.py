@@ -376,8 +376,7 @@ def test_runs_that_end_without_a_gpu_count_as_failures(user, tasks, monkeypatch,
     """What a CI worker does with an experiment: every run fails with the no-GPU reason, every analysis
     counts it (the Celery task body runs here in place of a worker)."""
     from apps.runs.execution import run_execute
-    from worker import toolchain
-
+    from worker.engine import toolchain
     if toolchain.detect().gpu is not None:
         pytest.skip("asserts the no-GPU ending; on a GPU host the runs go on to the pipeline")
     monkeypatch.setattr("apps.runs.tasks.execute_run.delay", run_execute)

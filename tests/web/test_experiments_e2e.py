@@ -15,11 +15,11 @@ import time
 import pytest
 
 from testing.reachable import reachable
+from testing.scripted_llm import ScriptedLLM
 from tests.conftest import REDIS_TEST_URL
 from tests.support.specs import write_task
 from tests.support.stack import Browserless, make_stack
-from worker import toolchain
-from worker.scripted_llm import ScriptedLLM
+from worker.engine import toolchain
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 OPERATORS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin")  # each in FP32 and BF16: 12 tasks

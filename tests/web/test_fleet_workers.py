@@ -16,11 +16,11 @@ import time
 import pytest
 
 from testing.reachable import reachable
+from testing.scripted_llm import ScriptedLLM
 from tests.conftest import REDIS_TEST_URL
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, Browserless, make_stack
-from worker.scripted_llm import ScriptedLLM
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 REDIS_URL = re.sub(r"/\d+$", "", REDIS_TEST_URL) + "/13"  # a database of its own: flushed here

@@ -11,7 +11,7 @@ from apps.catalog.models import Task
 from apps.catalog.services import tasks_sync
 from apps.runs.manual import ManualTurnError, manual_turn_evaluate, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunStatus, TurnKind
-from worker import toolchain
+from worker.engine import toolchain
 
 pytestmark = pytest.mark.django_db
 FAST = (Path(settings.BASE_DIR) / "tests" / "gpu_candidates" / "vector_add_fast.cu").read_text()

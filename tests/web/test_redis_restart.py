@@ -20,10 +20,10 @@ import pytest
 import websockets
 
 from testing.reachable import reachable
+from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, Browserless, free_port, make_stack
-from worker.scripted_llm import ScriptedLLM
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 ROUNDS = 3

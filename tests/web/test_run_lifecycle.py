@@ -104,8 +104,7 @@ def test_a_run_whose_worker_died_is_restarted_once_then_failed(make_run, user):
 @pytest.mark.django_db
 def test_a_redelivered_message_restarts_the_orphaned_run(make_run, user):
     from apps.runs.execution import run_execute
-    from worker import toolchain
-
+    from worker.engine import toolchain
     if toolchain.detect().gpu is not None:
         pytest.skip("asserts the no-GPU ending; on a GPU host the restarted run goes on to the pipeline")
     run = make_run(user)

@@ -38,8 +38,8 @@ def test_every_page_post_without_the_csrf_token_is_refused_and_changes_nothing(u
 
 
 def test_an_llm_error_never_carries_the_api_key_into_the_call_record_or_the_logs(caplog):
-    from worker.llm import LLMError, OpenAIChatClient, RetryPolicy
-    from worker.scripted_llm import ScriptedLLM
+    from testing.scripted_llm import ScriptedLLM
+    from worker.agents.llm import LLMError, OpenAIChatClient, RetryPolicy
 
     secret = "sk-live-do-not-leak-0123456789"
     steps = [{"status": 401, "body": {"error": {"message": "Incorrect API key provided: sk-live-do-not-leak-01*****"}}}]

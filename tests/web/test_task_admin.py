@@ -305,8 +305,7 @@ def test_validation_of_a_task_without_a_readable_spec_stores_the_reason(task):
                     reason="nvcc is not installed")
 def test_validation_runs_the_real_baseline_check_and_stores_the_verdict():
     from apps.catalog.tasks import validate_task_baseline
-    from worker import toolchain
-
+    from worker.engine import toolchain
     tasks_sync(settings.TASKS_DIR)
     task = Task.objects.get(operator="vector_add", precision="fp32")
     validate_task_baseline(task.pk)

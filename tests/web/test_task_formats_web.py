@@ -192,8 +192,7 @@ def test_a_kernelbench_run_on_a_host_without_a_gpu_fails_with_the_reason(user, e
     from apps.runs.execution import run_execute
     from apps.runs.models import Run
     from apps.runs.services import RunConfig, run_create
-    from worker import toolchain
-
+    from worker.engine import toolchain
     chain = toolchain.detect()
     if chain.gpu is not None:
         pytest.skip("asserts the no-GPU ending")

@@ -175,8 +175,8 @@ def test_the_assembly_tab_shows_the_turns_sass_and_ptx_highlighted_and_escaped(c
 
 def test_a_finished_turn_stores_the_listing_of_its_compile(user, make_run):
     from apps.runs.execution import DjangoSink
-    from worker.pipeline import TurnRecord
-    from worker.results import CompileResult, Evaluation, Verdict
+    from worker.agents.pipeline import TurnRecord
+    from worker.engine.results import CompileResult, Evaluation, Verdict
 
     run = make_run(user)
     compiled = CompileResult("candidate", True, "nvcc -c candidate.cu", "", ptx=".entry k", sass="Function : k")

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from testing.reachable import reachable
+from testing.scripted_llm import ScriptedLLM
 from tests.conftest import REDIS_TEST_URL
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, make_stack
-from worker.scripted_llm import ScriptedLLM
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 ROUNDS = 2

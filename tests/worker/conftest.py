@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from worker import toolchain as tc
-from worker.evaluate import EvalOptions
-from worker.gpu import GpuInfo
-from worker.spec import TaskSpec, load_spec
+from worker.engine import toolchain as tc
+from worker.engine.gpu import GpuInfo
+from worker.formats.cuda.evaluation import EvalOptions
+from worker.formats.cuda.spec import TaskSpec, load_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CPU_TASKS = FIXTURES / "tasks"

@@ -148,7 +148,7 @@ def test_parse_output_pairs_sizes_with_speedups_and_finds_a_mismatch():
 
 
 def test_their_p_uses_the_tasks_complexity_weights():
-    from worker.spec import load_spec
+    from worker.formats.cuda.spec import load_spec
 
     spec = load_spec(REPO / "tasks" / "mskernelbench" / "vector_add" / "spec.toml")
     sizes, _ = agreement.parse_output(
@@ -164,7 +164,7 @@ def test_their_p_uses_the_tasks_complexity_weights():
 
 
 def test_weights_fall_back_to_the_printed_complexity_and_then_to_one():
-    from worker.spec import load_spec
+    from worker.formats.cuda.spec import load_spec
 
     spec = load_spec(REPO / "tasks" / "mskernelbench" / "matrix_mul" / "spec.toml")
     sizes, _ = agreement.parse_output(

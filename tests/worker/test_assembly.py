@@ -1,12 +1,12 @@
-"""PTX and SASS listings of built objects (worker/assembly.py), with the real nvcc and cuobjdump."""
+"""PTX and SASS listings of built objects (worker/engine/assembly.py), with the real nvcc and cuobjdump."""
 
 from pathlib import Path
 
 import pytest
 
-from worker import assembly
-from worker.build import HARNESS_DIR, build
-from worker.spec import load_spec
+from worker.engine import assembly
+from worker.formats.cuda.build import HARNESS_DIR, build
+from worker.formats.cuda.spec import load_spec
 
 VECTOR_ADD = load_spec(Path(__file__).parents[2] / "tasks" / "mskernelbench" / "vector_add" / "spec.toml")
 CANDIDATE = """

@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from tests.worker.conftest import CPU_HARNESS, candidate
-from worker.build import build, demangle_base, parse_ptxas
+from worker.formats.cuda.build import build, demangle_base, parse_ptxas
 
 SPILLY_KERNEL = """
 __global__ void heavy_kernel_optimized(const float* __restrict__ in, float* out, int n, int k) {
@@ -29,8 +29,7 @@ extern "C" void heavy_optimized(const float* in, float* out, int n, int k) {
 
 
 def compile_source(nvcc, tmp_path, source, *flags):
-    from worker import sandbox
-
+    from worker.engine import sandbox
     (tmp_path / "k.cu").write_text(source)
     res = sandbox.run(
         [nvcc, "-arch=sm_90", *flags, "-Xptxas", "-v", "-c", "k.cu", "-o", "k.o"], tmp_path, 300
@@ -180,7 +179,7 @@ def test_builds_the_bf16_harness_with_its_define(scale_spec, no_gpu_chain, tmp_p
      (("-O3", "-Xptxas", "-O3"), False), ((), False)],
 )
 def test_ptxas_verbose_is_not_added_twice(flags, asks):
-    from worker.build import _asks_ptxas_verbose
+    from worker.formats.cuda.build import _asks_ptxas_verbose
 
     assert _asks_ptxas_verbose(flags) is asks
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.worker.conftest import CANDIDATES, CPU_HARNESS, CPU_TASKS
-from worker import ncu
-from worker.results import Evaluation, Verdict
+from worker.engine import ncu
+from worker.engine.results import Evaluation, Verdict
 
 REPO = Path(__file__).parents[2]
 NCU_CSV = Path(__file__).parent / "fixtures" / "ncu" / "vadd_h100_details.csv"

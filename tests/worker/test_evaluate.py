@@ -5,8 +5,8 @@ import dataclasses
 import pytest
 
 from tests.worker.conftest import candidate
-from worker.evaluate import evaluate, evaluate_baseline, validate
-from worker.results import Evaluation, Verdict
+from worker.engine.results import Evaluation, Verdict
+from worker.formats.cuda.evaluation import evaluate, evaluate_baseline, validate
 
 
 def run(spec, chain, options, name, **kwargs):

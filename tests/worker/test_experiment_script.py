@@ -1,6 +1,6 @@
 """The 12-task experiment's scripted conversation (demo/experiment/script.json), checked without a GPU.
 
-Every run of the experiment plays through the real pipeline (worker.pipeline.Pipeline, R=1, D=1) with the
+Every run of the experiment plays through the real pipeline (worker.agents.pipeline.Pipeline, R=1, D=1) with the
 real task specs and prompts, against the scripted OpenAI-compatible server over HTTP, two runs at a time
 as on the GPU host's worker. Only the GPU is stood in for: the evaluator applies the real static checks
 and returns the verdict the script's "tasks" list expects for each candidate file. With nvcc, every
@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from testing.experiment_outcomes import ExpectedOutcomes
-from worker import prompts
-from worker.evaluate import EvalOptions, evaluate
-from worker.llm import OpenAIChatClient
-from worker.pipeline import Pipeline, PipelineConfig
-from worker.results import Verdict
-from worker.scripted_llm import ScriptedLLM, load_script
-from worker.spec import load_spec
+from testing.scripted_llm import ScriptedLLM, load_script
+from worker.agents import prompts
+from worker.agents.llm import OpenAIChatClient
+from worker.agents.pipeline import Pipeline, PipelineConfig
+from worker.engine.results import Verdict
+from worker.formats.cuda.evaluation import EvalOptions, evaluate
+from worker.formats.cuda.spec import load_spec
 
 REPO = Path(__file__).parents[2]
 EXPERIMENT = REPO / "demo" / "experiment"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.specs import write_task
-from worker.extract import brace_balance, defines_entry, extract_code, extract_command, fenced_blocks
-from worker.flags import check_flags
-from worker.spec import load_spec
-from worker.static_checks import check_source
+from worker.agents.extract import brace_balance, defines_entry, extract_code, extract_command, fenced_blocks
+from worker.formats.cuda.flags import check_flags
+from worker.formats.cuda.spec import load_spec
+from worker.formats.cuda.static_checks import check_source
 
 DEMO = Path(__file__).parents[2] / "demo" / "scripts" / "vector_add_demo.json"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from worker.flags import check_flags, default_flags
+from worker.formats.cuda.flags import check_flags, default_flags
 
 ARCH = "sm_90"
 

@@ -13,9 +13,9 @@ import time
 import pytest
 
 from testing.gpu_candidates import CANDIDATE_FILES, CASES, LIBRARY, expected_verdict, task_of
-from worker import toolchain as tc
-from worker.evaluate import EvalOptions, evaluate, evaluate_baseline, validate
-from worker.results import Bottleneck, Verdict
+from worker.engine import toolchain as tc
+from worker.engine.results import Bottleneck, Verdict
+from worker.formats.cuda.evaluation import EvalOptions, evaluate, evaluate_baseline, validate
 
 pytestmark = pytest.mark.gpu
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import worker.gpu_lock as gpu_lock_module
-from worker.gpu_lock import GpuLockTimeout, gpu_lock
+import worker.engine.gpu_lock as gpu_lock_module
+from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 
 REPO = Path(__file__).parents[2]  # so the child can import worker
 
@@ -17,7 +17,7 @@ REPO = Path(__file__).parents[2]  # so the child can import worker
 def test_a_second_holder_waits_for_the_first(tmp_path, monkeypatch):
     holder = textwrap.dedent(f"""
         import sys, time
-        from worker.gpu_lock import gpu_lock
+        from worker.engine.gpu_lock import gpu_lock
         with gpu_lock("GPU-test", {str(tmp_path)!r}):
             print("held", flush=True)
             sys.stdin.readline()
@@ -58,7 +58,7 @@ def test_a_second_holder_waits_for_the_first(tmp_path, monkeypatch):
 def test_the_lock_is_released_when_its_holder_dies(tmp_path):
     code = textwrap.dedent(f"""
         import os
-        from worker.gpu_lock import gpu_lock
+        from worker.engine.gpu_lock import gpu_lock
         with gpu_lock("g", {str(tmp_path)!r}):
             os._exit(9)
     """)

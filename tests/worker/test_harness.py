@@ -5,8 +5,8 @@ import signal
 
 import pytest
 
-from worker.harness import classify_crash, format_size, harness_argv, read_result
-from worker.sandbox import SandboxResult
+from worker.engine.harness import classify_crash, format_size, harness_argv, read_result
+from worker.engine.sandbox import SandboxResult
 
 
 def result(rc=0, timed_out=False, stderr="", stdout="", wall=1.0):

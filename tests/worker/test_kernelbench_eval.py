@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.worker.conftest import CPU_STAND_IN
-from worker import toolchain as tc
-from worker.evaluate import EvalOptions
-from worker.kernelbench import (
+from worker.engine import toolchain as tc
+from worker.engine.results import Evaluation, Verdict
+from worker.formats.cuda.evaluation import EvalOptions
+from worker.formats.pytorch.kernelbench import (
     candidate_build_key,
     evaluate_pytorch,
     evaluate_pytorch_baseline,
@@ -26,7 +27,6 @@ from worker.kernelbench import (
     validate_pytorch,
     write_pytorch_task,
 )
-from worker.results import Evaluation, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
 CANDIDATES = FIXTURES / "candidates"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.kernelbench import (
+from worker.engine.taskspec import SpecError, Tolerance
+from worker.formats.pytorch.kernelbench import (
     PyTorchTaskSpec,
     kernelbench_category,
     load_pytorch_spec,
@@ -14,7 +15,6 @@ from worker.kernelbench import (
     toml_string,
     write_pytorch_task,
 )
-from worker.spec import SpecError, Tolerance
 
 TASKS = Path(__file__).parent / "fixtures" / "kernelbench" / "tasks" / "kb-test"
 MODEL = (TASKS / "scale_add" / "model.py").read_text(encoding="utf-8")

@@ -12,7 +12,8 @@ import socket
 import openai
 import pytest
 
-from worker.llm import (
+from testing.scripted_llm import ScriptedLLM, detect_agent
+from worker.agents.llm import (
     ChatClient,
     LLMError,
     LLMResponse,
@@ -23,7 +24,6 @@ from worker.llm import (
     ScriptedChatClient,
     retry_after_seconds,
 )
-from worker.scripted_llm import ScriptedLLM, detect_agent
 
 QUESTION = [{"role": "system", "content": "You answer briefly."}, {"role": "user", "content": "2 + 2?"}]
 

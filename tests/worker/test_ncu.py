@@ -3,8 +3,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from worker import ncu
-from worker.results import Bottleneck
+from worker.engine import ncu
+from worker.engine.results import Bottleneck
 
 # Real `ncu --csv` output from an H100 (vector add, 16M elements), copied from the shared fixtures.
 NCU_FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
@@ -168,7 +168,7 @@ def test_keeps_the_last_launch_of_each_kernel_when_profiling_from_the_start():
 def test_thresholds_come_from_the_environment_when_set(monkeypatch):
     monkeypatch.setenv("KW_BOTTLENECK_THRESHOLDS", "38.16, 24.32,45.8")
     assert ncu.Thresholds.from_env() == ncu.Thresholds(38.16, 24.32, 45.8)
-    from worker.evaluate import EvalOptions
+    from worker.formats.cuda.evaluation import EvalOptions
 
     assert EvalOptions().thresholds == ncu.Thresholds(38.16, 24.32, 45.8)
     monkeypatch.delenv("KW_BOTTLENECK_THRESHOLDS")

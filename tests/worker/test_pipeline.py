@@ -12,10 +12,10 @@ import pytest
 
 from tests.support.scripted_eval import COMMAND, PLAN, ScriptedEvaluator, kernel
 from tests.support.specs import write_task
-from worker.llm import LLMError, LLMResponse, ScriptedChatClient
-from worker.pipeline import Pipeline, PipelineConfig
-from worker.results import Verdict
-from worker.spec import load_spec
+from worker.agents.llm import LLMError, LLMResponse, ScriptedChatClient
+from worker.agents.pipeline import Pipeline, PipelineConfig
+from worker.engine.results import Verdict
+from worker.formats.cuda.spec import load_spec
 
 
 class ListSink:
@@ -192,8 +192,8 @@ def test_invalid_configuration_is_refused():
 def test_a_headless_trajectory_round_trips_through_json(spec, tmp_path):
     import json
 
-    from worker import toolchain as tc
-    from worker.trajectory import TrajectorySink, load
+    from worker.agents.trajectory import TrajectorySink, load
+    from worker.engine import toolchain as tc
 
     sink = TrajectorySink()
     answers = [PLAN, kernel("compile_error"), COMMAND, "Declare x.", kernel("ok 2.0"), COMMAND]
@@ -211,7 +211,7 @@ def test_a_headless_trajectory_round_trips_through_json(spec, tmp_path):
 
 
 def test_a_file_that_is_not_a_trajectory_is_refused_clearly(tmp_path):
-    from worker.trajectory import load
+    from worker.agents.trajectory import load
 
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from worker import prompts
-from worker.extract import extract_code, extract_command
-from worker.gpu import GpuInfo
-from worker.llm import OpenAIChatClient, RetryPolicy
-from worker.prompts import (
+from testing.scripted_llm import ScriptedLLM, detect_agent
+from worker.agents import prompts
+from worker.agents.extract import extract_code, extract_command
+from worker.agents.llm import OpenAIChatClient, RetryPolicy
+from worker.agents.prompts import (
     HardwareInfo,
     clip,
     coder_messages,
@@ -26,9 +26,10 @@ from worker.prompts import (
     format_results,
     planner_messages,
 )
-from worker.results import Bottleneck, Profile, SizeResult
-from worker.scripted_llm import ScriptedLLM, detect_agent
-from worker.spec import TaskSpec, Tolerance, parse_signature
+from worker.engine.gpu import GpuInfo
+from worker.engine.results import Bottleneck, Profile, SizeResult
+from worker.engine.taskspec import Tolerance
+from worker.formats.cuda.spec import TaskSpec, parse_signature
 
 DEMO = Path(__file__).parents[2] / "demo" / "scripts" / "vector_add_demo.json"
 PAPER = (

@@ -6,9 +6,10 @@ import shutil
 import pytest
 
 from tests.worker.conftest import CPU_TASKS
-from worker.evaluate import evaluate, evaluate_reference
-from worker.results import Verdict
-from worker.spec import SpecError, load_spec
+from worker.engine.results import Verdict
+from worker.engine.taskspec import SpecError
+from worker.formats.cuda.evaluation import evaluate, evaluate_reference
+from worker.formats.cuda.spec import load_spec
 
 # Host-only, like the CPU stand-in task; the never-taken cuBLAS call only links with -lcublas.
 REFERENCE = """#include <cublas_v2.h>

@@ -1,7 +1,7 @@
 import json
 import math
 
-from worker.results import (
+from worker.engine.results import (
     Bottleneck,
     CompileResult,
     CrashInfo,

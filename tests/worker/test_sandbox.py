@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker import sandbox
+from worker.engine import sandbox
 
 
 def alive(pid: int) -> bool:
@@ -175,6 +175,6 @@ def test_an_isolated_child_reaches_no_host_service_but_keeps_its_own_loopback(tm
 
 
 def test_candidates_run_with_the_network_cut():
-    from worker.harness import HARNESS_LIMITS
+    from worker.engine.harness import HARNESS_LIMITS
 
     assert HARNESS_LIMITS.isolate_network

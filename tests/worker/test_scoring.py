@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from worker.results import SizeResult, TimingStats
-from worker.scoring import geometric_mean, score_sizes, weighted_score
+from worker.engine.results import SizeResult, TimingStats
+from worker.engine.scoring import geometric_mean, score_sizes, weighted_score
 
 
 def stats(mean, median=None, cv=0.01):

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from worker.static_checks import check_source, normalize_param_type, strip_comments
+from worker.formats.cuda.static_checks import check_source, normalize_param_type, strip_comments
 
 GOOD = """\
 #include <cuda_runtime.h>

@@ -8,18 +8,18 @@ import os
 
 import pytest
 
+from testing.scripted_llm import ScriptedLLM
 from tests.support.formats import EXAMPLE_TASKS, MATMUL, write_kernelbench_checkout, write_yaml_task
-from worker import prompts
-from worker.evaluate import EvalOptions
-from worker.extract import extract_python_module, extract_source_file
+from worker.agents import prompts
+from worker.agents.extract import extract_python_module, extract_source_file
+from worker.agents.llm import OpenAIChatClient
+from worker.agents.pipeline import Pipeline, PipelineConfig
+from worker.engine.results import Evaluation, SizeResult, TimingStats, Verdict
+from worker.engine.taskspec import SpecError
+from worker.formats.cuda.evaluation import EvalOptions
+from worker.formats.pytorch.kernelbench import load_pytorch_spec
 from worker.importers import convert_kernelbench, convert_taskyaml, find_kernelbench, taskyaml_folders
-from worker.kernelbench import load_pytorch_spec
-from worker.llm import OpenAIChatClient
-from worker.pipeline import Pipeline, PipelineConfig
-from worker.results import Evaluation, SizeResult, TimingStats, Verdict
-from worker.scripted_llm import ScriptedLLM
-from worker.spec import SpecError
-from worker.taskfile import discover_tasks, load_task
+from worker.registry import discover_tasks, load_task
 
 H100 = prompts.HardwareInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0")
 
@@ -237,22 +237,22 @@ def test_task_yaml_conversion_files_folders_under_the_suite_by_their_name(tmp_pa
     assert "kernel_time_ms_regex" in report.skipped[0].reason
 
 
-def test_the_runner_refuses_an_unknown_backend():
-    from worker import runner
+def test_the_registry_refuses_an_unknown_format():
+    from worker import registry
 
     @dataclasses.dataclass
     class Odd:
         backend: str = "triton"
 
-    with pytest.raises(ValueError, match="unknown task backend 'triton'"):
-        runner.evaluate(Odd(), "fp32", "", None, EvalOptions())
+    with pytest.raises(ValueError, match="unknown task format 'triton'"):
+        registry.evaluate(Odd(), "fp32", "", None, EvalOptions())
 
 
 def test_a_kernelbench_candidate_on_a_host_without_a_gpu_ends_with_no_gpu(tmp_path):
     import dataclasses as dc
 
-    from worker import toolchain
-    from worker.runner import evaluate
+    from worker.engine import toolchain
+    from worker.registry import evaluate
 
     chain = dc.replace(toolchain.detect(), gpu=None, gpu_reason="no GPU in this test")
     spec = load_task(EXAMPLE_TASKS / "kernelbench-examples" / "matmul_square")

@@ -5,14 +5,15 @@ from pathlib import Path
 import pytest
 
 from testing.gpu_candidates import CANDIDATE_FILES, LIBRARY, expected_verdict, task_of
-from worker.build import HARNESS_DIR, build
-from worker.evaluate import EvalOptions, evaluate
-from worker.results import Verdict
-from worker.spec import PRECISIONS, discover
-from worker.static_checks import baseline_kernel_names
+from worker.engine.results import Verdict
+from worker.engine.taskspec import PRECISIONS
+from worker.formats.cuda.build import HARNESS_DIR, build
+from worker.formats.cuda.evaluation import EvalOptions, evaluate
+from worker.formats.cuda.static_checks import baseline_kernel_names
+from worker.registry import discover_tasks
 
 TASKS = Path(__file__).parents[2] / "tasks"
-FOUND = discover(TASKS)
+FOUND = discover_tasks(TASKS, backends=("cuda",))
 CASES = [(s, p) for s in FOUND.specs for p in PRECISIONS if p in s.interfaces]
 needs_tasks = pytest.mark.skipif(not CASES, reason="no task specs under tasks/ yet")
 
@@ -52,7 +53,7 @@ def test_library_reference_compiles_and_links_with_its_libraries(spec, precision
 
 
 def evaluate_reference_compile(spec, precision, chain, cache, tmp_path):
-    from worker.evaluate import evaluate_reference
+    from worker.formats.cuda.evaluation import evaluate_reference
 
     options = EvalOptions(build_cache=str(cache), lock_dir=str(tmp_path / "locks"), timing_cache=str(tmp_path / "t"))
     return evaluate_reference(spec, precision, options, compile_only=True, chain=chain, work_dir=tmp_path / "w")

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from tests.worker.conftest import CPU_STAND_IN
-from worker.evaluate import EvalOptions
-from worker.results import Evaluation, Verdict
-from worker.taskyaml import (
+from worker.engine.results import Evaluation, Verdict
+from worker.formats.cuda.evaluation import EvalOptions
+from worker.formats.make.taskyaml import (
     MakeTaskSpec,
     evaluate_make,
     evaluate_make_baseline,
@@ -283,7 +283,7 @@ def test_without_a_gpu_the_run_is_no_gpu_but_compile_only_builds(task, no_gpu_ch
 
 
 def test_a_gpu_that_stays_busy_is_a_timeout(task, cpu_chain, options):
-    from worker.gpu_lock import gpu_lock
+    from worker.engine.gpu_lock import gpu_lock
 
     with gpu_lock(CPU_STAND_IN.lock_key, options.lock_dir):
         ev = run(task, FAST, cpu_chain, dataclasses.replace(options, lock_timeout_s=0.3))
@@ -366,7 +366,7 @@ def test_the_example_cuda_task_builds_with_nvcc(no_gpu_chain, options):
 
 @pytest.mark.gpu
 def test_a_cuda_task_builds_runs_and_scores_on_the_gpu(chain, tmp_path):
-    import worker.toolchain as tc
+    import worker.engine.toolchain as tc
 
     real = tc.detect()
     spec = load_make_spec(GPU_TASK)

@@ -1,4 +1,4 @@
-"""task.yaml tasks: the schema, the stdout parsers and the anti-cheat rules (worker/taskyaml.py)."""
+"""task.yaml tasks: the schema, the stdout parsers and the anti-cheat rules (worker/formats/make/taskyaml.py)."""
 
 import copy
 import shutil
@@ -7,9 +7,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from worker.sandbox import SandboxResult
-from worker.spec import SpecError
-from worker.taskyaml import MakeTaskSpec, check_solution, load_make_spec, matches_success, parse_times, times_problem
+from worker.engine.sandbox import SandboxResult
+from worker.engine.taskspec import SpecError
+from worker.formats.make.taskyaml import (
+    MakeTaskSpec,
+    check_solution,
+    load_make_spec,
+    matches_success,
+    parse_times,
+    times_problem,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "taskyaml"
 PAPER_TASK = FIXTURES / "class1" / "gemm_softmax"

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.runs.imports import trajectory_import
-from worker.trajectory import load
+from worker.agents.trajectory import load
 
 
 class Command(BaseCommand):

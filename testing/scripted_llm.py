@@ -23,7 +23,7 @@ HTTP 409 with an explanation, and is recorded with `step=None`.
     with ScriptedLLM([{"content": "hello"}]) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="x")
 
-    python -m worker.scripted_llm --script demo/scripts/vector_add_demo.json --port 8765
+    python -m testing.scripted_llm --script demo/scripts/vector_add_demo.json --port 8765
 """
 
 from __future__ import annotations

@@ -408,7 +408,7 @@ class OpenAIChatClient:
 @dataclass
 class ScriptedChatClient:
     """An in-process ChatClient fed from a list of answers (str or LLMResponse or LLMError), for unit
-    tests of code that calls agents; the HTTP-level stand-in is worker/scripted_llm.py."""
+    tests of code that calls agents; the HTTP-level stand-in is testing/scripted_llm.py."""
 
     answers: list[str | LLMResponse | LLMError]
     model: str = "scripted"

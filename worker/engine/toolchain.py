@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.gpu import GpuInfo, probe
+from worker.engine.gpu import GpuInfo, probe
 
 DEFAULT_ARCH = "sm_90"  # what compile-only builds target when no GPU is present (KW_CUDA_ARCH overrides)
 

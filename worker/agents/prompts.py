@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any, Protocol
 
-from worker.gpu import GpuInfo
-from worker.spec import TaskSpec
+from worker.engine.gpu import GpuInfo
+from worker.formats.cuda.spec import TaskSpec
 
 Messages = list[dict[str, str]]
 SEPARATOR = "====="
 LOG_LIMIT = 12_000  # characters of a log or source shown to an agent; the head matters most
 DTYPES = {"fp32": "FP32 (`float`)", "bf16": "BF16 (`__nv_bfloat16` from <cuda_bf16.h>)"}
 LIBRARY_NAMES = "cuBLAS, cuDNN, cuSPARSE, cuFFT, cuRAND, CUB, Thrust or CUTLASS"
-TORCH_TRIALS = 5  # KernelBench's correctness trials (worker.evaluate.EvalOptions.torch_trials)
+TORCH_TRIALS = 5  # KernelBench's correctness trials (worker.formats.cuda.evaluation.EvalOptions.torch_trials)
 
 _KIB, _MIB = 1024, 1024 * 1024
 
@@ -117,7 +117,7 @@ def known_specs(gpu_name: str) -> dict[str, Any]:
 
 
 class SizeLike(Protocol):
-    """One size's result; worker.results.SizeResult fits."""
+    """One size's result; worker.engine.results.SizeResult fits."""
 
     params: dict[str, float]
     complexity: float
@@ -125,7 +125,7 @@ class SizeLike(Protocol):
 
 
 class ProfileLike(Protocol):
-    """One size's filtered profile; worker.results.Profile fits."""
+    """One size's filtered profile; worker.engine.results.Profile fits."""
 
     params: dict[str, float]
     kernel: str
@@ -616,7 +616,7 @@ def compiler_messages(
     allowed_flags: Sequence[str],
 ) -> Messages:
     """`allowed_flags` describes the whitelist (e.g. "-O0..-O3", "-Xptxas -v"), passed in by the caller so
-    the whitelist in worker/flags.py stays the single source."""
+    the whitelist in worker/formats/cuda/flags.py stays the single source."""
     allowed = "\n".join(f"  - {flag}" for flag in allowed_flags)
     system = COMPILER_SYSTEM.substitute(
         hardware=hardware.describe(), allowed=allowed, arch=hardware.arch or "the worker's GPU"

@@ -6,14 +6,14 @@ A candidate is a whole Python file defining `class ModelNew(nn.Module)` that com
 kernels (usually through `torch.utils.cpp_extension.load_inline`).
 
 The model file and the candidate are only ever read statically here (ast): this module imports
-neither torch nor the task's code. Everything that runs them goes through `worker/torch_harness.py`
+neither torch nor the task's code. Everything that runs them goes through `worker/formats/pytorch/torch_harness.py`
 in a sandboxed child process (DESIGN §8):
 
     static checks -> build (imports the candidate: load_inline compiles; no GPU lock, GPU hidden)
     -> check (trials x seeds, poisoned allocator, inputs unchanged) under the GPU lock
     -> time eager Model (cached), ModelNew and optionally torch.compile(Model) -> score -> flags
 
-The entry points take the same arguments as worker.evaluate's and return an `Evaluation`; nothing
+The entry points take the same arguments as worker.formats.cuda.evaluation's and return an `Evaluation`; nothing
 here raises for a bad candidate.
 """
 
@@ -36,14 +36,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from worker import sandbox
-from worker import toolchain as tc
-from worker.evalctx import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
-from worker.harness import HARNESS_LIMITS, classify_crash, read_result
-from worker.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
-from worker.scoring import score_sizes
-from worker.spec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance, read_toml
-from worker.static_checks import DEVICE_CONTROL, SYSTEM, SYSTEM_TYPES, TIMING, StaticReport, Violation, strip_comments
+from worker.engine import sandbox
+from worker.engine import toolchain as tc
+from worker.engine.context import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
+from worker.engine.harness import HARNESS_LIMITS, classify_crash, read_result
+from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
+from worker.engine.scoring import score_sizes
+from worker.engine.taskspec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance, read_toml
+from worker.formats.cuda.static_checks import (
+    DEVICE_CONTROL,
+    SYSTEM,
+    SYSTEM_TYPES,
+    TIMING,
+    StaticReport,
+    Violation,
+    strip_comments,
+)
 
 HARNESS = Path(__file__).with_name("torch_harness.py")
 
@@ -60,7 +68,7 @@ _RULE_KEYS = ("forbid_torch_compute",)
 @dataclass(frozen=True)
 class PyTorchTaskSpec:
     """A KernelBench task: one PyTorch `Model` at one fixed set of shapes (so one size, complexity 1,
-    and P equals the speedup). Offers the members every backend's spec has (see worker.spec.TaskSpec)."""
+    and P equals the speedup). Offers the members every backend's spec has (see worker.formats.cuda.spec.TaskSpec)."""
 
     backend: ClassVar[str] = "pytorch"
     name: str
@@ -439,7 +447,7 @@ def kernelbench_category(name: str, level: int | str) -> str:
 
 # ================================================================ static checks on a candidate
 #
-# KernelBench's rules, checked before any build. Like worker.static_checks these are a cheap first line;
+# KernelBench's rules, checked before any build. Like worker.formats.cuda.static_checks these are a cheap first line;
 # the poisoned correctness check and the device-wide-synchronized timing remain the real defence.
 
 # Imports refused outright, by the rule they break. Threads and processes run work the timing cannot see.
@@ -487,7 +495,7 @@ CPP_STREAM_PATTERNS = (
     r"\bpthread_?\w*",
     r"#\s*include\s*<thread>",
 )
-# In the C++/CUDA source strings: reaching back into Python, plus worker.static_checks' timing, system
+# In the C++/CUDA source strings: reaching back into Python, plus worker.formats.cuda.static_checks' timing, system
 # and device-control lists (the same rules a C/CUDA candidate obeys).
 CPP_TAMPER_PATTERNS = (
     r"\bPy(?:Run|Import|Eval|Sys)_\w+",
@@ -953,7 +961,7 @@ class ChildRun:
 
 
 def _crash_of(res: sandbox.SandboxResult, data: dict[str, Any] | None, has_output: bool) -> CrashInfo | None:
-    """worker.harness.classify_crash on this harness's JSON: a checkpoint says where it died, an error
+    """worker.engine.harness.classify_crash on this harness's JSON: a checkpoint says where it died, an error
     JSON what Python raised (CUDA errors are recognised from its text)."""
     error = data.get("error") if data is not None else None
     if data is None:
@@ -1068,7 +1076,7 @@ def _arch_list(chain: tc.Toolchain) -> str:
 
 
 def _guarded(ctx: _Context, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
-    """The shared guard (worker.evalctx.guarded), after two checks of this backend's own."""
+    """The shared guard (worker.engine.context.guarded), after two checks of this backend's own."""
 
     def checked() -> Evaluation:
         if ctx.precision not in ctx.spec.precisions:

@@ -84,7 +84,7 @@ class CompileResult(_Serializable):
     resources: tuple[KernelResources, ...] = ()
     cached: bool = False
     seconds: float = 0.0
-    ptx: str = ""  # the object's PTX and SASS (worker/assembly.py), candidate and baseline only
+    ptx: str = ""  # the object's PTX and SASS (worker/engine/assembly.py), candidate and baseline only
     sass: str = ""
     assembly_note: str = ""  # why a listing is missing or cut
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker import sandbox
-from worker.toolchain import find_tool
+from worker.engine import sandbox
+from worker.engine.toolchain import find_tool
 
 CAP = 200 * 1024  # per listing; a turn's row stays small even with a large unrolled kernel
 _ENCODING_ONLY = re.compile(r"^\s*/\* 0x[0-9a-f]{16} \*/\s*$")

@@ -6,54 +6,29 @@ all read tasks through this module. See docs/task-format.md.
 
 from __future__ import annotations
 
-import ast
-import math
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-PRECISIONS = ("fp32", "bf16")
-CATEGORIES = (
-    "dense_linear_algebra",
-    "sparse_matrix",
-    "normalization",
-    "activation",
-    "reduction",
-    "loss",
-    "convolution",
-    "pooling",
-    "attention",
-    "scan_sort",
-    "stencil",
-    "signal",
-    "integration",
-    "memory",
-    # the other task formats' workloads: fused operator sequences (KernelBench level 2), whole model
-    # architectures (level 3), anything else (a task.yaml task without a matching category)
-    "fusion",
-    "architecture",
-    "other",
+from worker.engine.taskspec import (
+    CATEGORIES,
+    DEFAULT_TOLERANCE,
+    PRECISIONS,
+    SpecError,
+    Tolerance,
+    complexity_names,
+    eval_complexity,
+    read_toml,
 )
-BACKENDS = ("cuda", "pytorch", "make")  # MSKernelBench C/CUDA, KernelBench PyTorch modules, task.yaml + make
-DEFAULT_TOLERANCE = {"fp32": (1e-4, 1e-4), "bf16": (1e-2, 1e-2)}
+
 DISTRIBUTIONS = re.compile(
     r"^(uniform\(\s*-?[\d.e+-]+\s*,\s*-?[\d.e+-]+\s*\)|normal\(\s*-?[\d.e+-]+\s*,\s*[\d.e+-]+\s*\)"
     r"|randint\(\s*-?\d+\s*,\s*-?\d+\s*\)|csr|coo|csc|ell|probabilities|binary|causal_mask|distinct|ones)$"
 )
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIGNATURE = re.compile(r"^\s*void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*;?\s*$", re.S)
-
-
-class SpecError(ValueError):
-    """A spec that cannot be used; names the file and the offending field."""
-
-    def __init__(self, path: Path | str, field_name: str, message: str):
-        self.path = str(path)
-        self.field = field_name
-        self.message = message
-        super().__init__(f"{self.path}: [{field_name}] {message}")
 
 
 @dataclass(frozen=True)
@@ -84,13 +59,6 @@ class Interface:
         return tuple(_normalize_type(p.ctype) for p in self.params)
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float
-    rtol: float
-    why: str = ""
-
-
 # Libraries a task's reference may link (never offered to candidates unless the task allows them).
 REFERENCE_LIBRARIES = ("cublas", "cublasLt", "cusparse", "cufft", "curand")
 
@@ -108,8 +76,8 @@ class LibraryReference:
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A C/CUDA task (backend "cuda"). The other backends' specs (worker.kernelbench.PyTorchTaskSpec,
-    worker.taskyaml.MakeTaskSpec) offer the same members the pipeline, the prompts and the web app use:
+    """A C/CUDA task (backend "cuda"). The other backends' specs (worker.formats.pytorch.kernelbench.PyTorchTaskSpec,
+    worker.formats.make.taskyaml.MakeTaskSpec) offer the same members the pipeline, the prompts and the web app use:
     backend, name, title, suite, category, description, provenance, path, directory, precisions, sizes,
     complexity, complexity_of(), tolerance(), baseline_source(), source_files()."""
 
@@ -190,57 +158,6 @@ def parse_signature(signature: str) -> Interface:
     return Interface(entry=entry, params=tuple(params), signature=" ".join(signature.split()))
 
 
-_ALLOWED_NODES = (
-    ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Call,
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd,
-)
-_FUNCS = {"log2": math.log2, "log": math.log, "sqrt": math.sqrt}
-
-
-def complexity_names(expr: str) -> set[str]:
-    tree = ast.parse(expr, mode="eval")
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            raise ValueError(f"'{type(node).__name__}' is not allowed in a complexity expression")
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in _FUNCS and len(node.args) == 1
-        ):
-            raise ValueError("only log2(x), log(x) and sqrt(x) may be called")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
-            raise ValueError("only numbers may appear as constants")
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
-
-
-def eval_complexity(expr: str, size: dict[str, float]) -> float:
-    """Evaluate T(sizes) without eval(): only arithmetic over the size names."""
-    complexity_names(expr)  # validates the node set
-
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in size:
-                raise ValueError(f"complexity uses '{node.id}', which this size does not define")
-            return float(size[node.id])
-        if isinstance(node, ast.UnaryOp):
-            value = ev(node.operand)
-            return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.Call):
-            return _FUNCS[node.func.id](ev(node.args[0]))
-        left, right = ev(node.left), ev(node.right)
-        ops = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}
-        if isinstance(node.op, ast.Div):
-            return left / right
-        if isinstance(node.op, ast.Pow):
-            return left**right
-        return ops[type(node.op)]
-
-    return ev(ast.parse(expr, mode="eval"))
-
-
 def _require(data: dict, key: str, kind: type | tuple, path: Path):
     if key not in data:
         raise SpecError(path, key, "is required")
@@ -249,16 +166,6 @@ def _require(data: dict, key: str, kind: type | tuple, path: Path):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise SpecError(path, key, f"must be a non-empty {names}, got {value!r}")
     return value
-
-
-def read_toml(path: Path) -> dict:
-    """A spec file's TOML; SpecError when it is missing or not valid TOML (every spec.toml loader uses it)."""
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(path, "file", "does not exist") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(path, "toml", f"is not valid TOML: {exc}") from None
 
 
 def load_spec(path: Path | str) -> TaskSpec:
@@ -396,17 +303,3 @@ def _load_reference(path: Path, precisions: tuple[str, ...]) -> LibraryReference
     if not sources:
         raise SpecError(path, "fp32", "a reference needs at least one source (fp32 = \"reference.cu\")")
     return LibraryReference(name, tuple(libraries), sources, str(data.get("notes", "")))
-
-
-@dataclass(frozen=True)
-class Discovery:
-    specs: tuple  # TaskSpec here; any backend's spec from worker.taskfile.discover_tasks
-    errors: tuple[SpecError, ...]
-
-
-def discover(root: Path | str) -> Discovery:
-    """Load every C/CUDA task (`*/*/spec.toml` without another backend) under root; bad specs are collected,
-    not fatal. worker.taskfile.discover_tasks finds the other formats too."""
-    from worker.taskfile import discover_tasks  # it builds on this module
-
-    return discover_tasks(root, backends=("cuda",))

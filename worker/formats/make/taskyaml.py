@@ -25,7 +25,7 @@ Decisions (each also said where it is enforced):
 - The build also sees KW_ARCH (the worker's sm_XX) and the nvcc folder on PATH; the run sees
   runner.env plus KW_ATOL, KW_RTOL (correctness.tolerances), KW_SEED and KW_ARCH.
 - Anti-cheat rules of ours beside the task's patterns (Appendix D's "global rules"), see check_solution.
-- Phases carry worker/evaluate.py's names, so GPU-time accounting needs no special case: compile (every
+- Phases carry worker/formats/cuda/evaluation.py's names, so GPU-time accounting needs no special case: compile (every
   make), check (the candidate's one run: validation and timing together), time_baseline (the shipped
   solution's run), lock_wait, total. Evaluation.seeds and iters are 1: the harness owns its repetitions.
 - No Nsight Compute profile (options.profile is not used): the harness's kernels are not ours to name.
@@ -49,14 +49,14 @@ from typing import Any, ClassVar
 
 import yaml
 
-from worker import sandbox
-from worker import toolchain as tc
-from worker.evalctx import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
-from worker.harness import HARNESS_LIMITS, classify_crash
-from worker.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
-from worker.scoring import geometric_mean, score_sizes
-from worker.spec import CATEGORIES, PRECISIONS, SpecError, Tolerance
-from worker.static_checks import SYSTEM, SYSTEM_TYPES, StaticReport, Violation, strip_comments
+from worker.engine import sandbox
+from worker.engine import toolchain as tc
+from worker.engine.context import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
+from worker.engine.harness import HARNESS_LIMITS, classify_crash
+from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
+from worker.engine.scoring import geometric_mean, score_sizes
+from worker.engine.taskspec import CATEGORIES, PRECISIONS, SpecError, Tolerance
+from worker.formats.cuda.static_checks import SYSTEM, SYSTEM_TYPES, StaticReport, Violation, strip_comments
 
 SUPPORTED_BACKENDS = ("class1_make", "make")
 CORRECTNESS_MODES = ("stdout_or_exit", "exit_code", "stdout_regex")

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from worker import sandbox
-from worker.harness import HARNESS_LIMITS
-from worker.results import Bottleneck, Profile
-from worker.toolchain import Toolchain
+from worker.engine import sandbox
+from worker.engine.harness import HARNESS_LIMITS
+from worker.engine.results import Bottleneck, Profile
+from worker.engine.toolchain import Toolchain
 
 SOL = "GPU Speed Of Light Throughput"
 CWA = "Compute Workload Analysis"

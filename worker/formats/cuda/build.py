@@ -22,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from worker import assembly, sandbox
-from worker.flags import FlagCheck, check_flags
-from worker.results import CompileResult, KernelResources
-from worker.spec import TaskSpec
-from worker.toolchain import Toolchain
+from worker.engine import assembly, sandbox
+from worker.engine.results import CompileResult, KernelResources
+from worker.engine.toolchain import Toolchain
+from worker.formats.cuda.flags import FlagCheck, check_flags
+from worker.formats.cuda.spec import TaskSpec
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[3]
 HARNESS_DIR = REPO_ROOT / "tasks" / "_harness"
 EXECUTABLE = "kwbench"
 BASELINE_FLAGS = ("-O3", "-std=c++17", "-lineinfo")

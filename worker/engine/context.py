@@ -3,8 +3,8 @@
 The options, and one evaluation's context: the spec, the tools, a scratch folder, progress messages, the
 phase clock and the per-GPU lock; `guarded`, which turns a GPU that never frees up into a verdict and
 always removes the scratch folder; the baseline-timing cache's folder and its atomic writes. The C/CUDA
-engine (worker.evaluate), the KernelBench engine (worker.kernelbench) and the task.yaml runner
-(worker.taskyaml) each subclass `EvalContext` with their own steps.
+format (worker.formats.cuda), the KernelBench format (worker.formats.pytorch) and the task.yaml format
+(worker.formats.make) each subclass `EvalContext` with their own steps.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from worker import ncu
-from worker import toolchain as tc
-from worker.build import HARNESS_DIR
-from worker.gpu_lock import GpuLockTimeout, gpu_lock
-from worker.results import Evaluation, Verdict
+from worker.engine import ncu
+from worker.engine import toolchain as tc
+from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
+from worker.engine.results import Evaluation, Verdict
+from worker.formats.cuda.build import HARNESS_DIR
 
 Progress = Callable[[str], None]
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.spec import Interface, TaskSpec
+from worker.formats.cuda.spec import Interface, TaskSpec
 
 # Library -> (include path prefixes, identifier prefixes). A task may allow some via rules.allowed_libraries.
 LIBRARIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

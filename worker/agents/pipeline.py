@@ -18,19 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from worker import prompts
-from worker.evaluate import EvalOptions
-from worker.extract import Extraction, extract_code, extract_command, extract_python_module, extract_source_file
-from worker.flags import default_flags
-from worker.llm import ChatClient, LLMError
-from worker.results import Evaluation, Verdict
-from worker.runner import evaluate, evaluate_baseline
-from worker.spec import TaskSpec
+from worker.agents import prompts
+from worker.agents.extract import Extraction, extract_code, extract_command, extract_python_module, extract_source_file
+from worker.agents.llm import ChatClient, LLMError
+from worker.engine.results import Evaluation, Verdict
+from worker.formats.cuda.evaluation import EvalOptions
+from worker.formats.cuda.flags import default_flags
+from worker.formats.cuda.spec import TaskSpec
+from worker.registry import evaluate, evaluate_baseline
 
 ROLES = ("planner", "coder", "compiler", "debug")
 PROFILE_MODES = ("filtered", "full", "none")
 
-# The Compiler agent is told what the whitelist accepts; worker/flags.py enforces it.
+# The Compiler agent is told what the whitelist accepts; worker/formats/cuda/flags.py enforces it.
 ALLOWED_FLAGS_TEXT = (
     "-O0, -O1, -O2, -O3",
     "-arch=<the worker's sm_XX> or -gencode for it (no other architecture)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from worker.results import SizeResult, TimingStats
+from worker.engine.results import SizeResult, TimingStats
 
 SPEEDUP_REVIEW = 10.0  # per-size speedups above this are flagged for a human look, never silently accepted
 CV_REVIEW = 0.05  # timing noise above 5% is flagged

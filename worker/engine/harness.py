@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker import sandbox
-from worker.results import CrashInfo, TimingStats
-from worker.spec import TaskSpec
+from worker.engine import sandbox
+from worker.engine.results import CrashInfo, TimingStats
+from worker.formats.cuda.spec import TaskSpec
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -18,15 +18,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from worker import ncu
-from worker import toolchain as tc
-from worker.build import BuildResult, build, harness_hash
-from worker.evalctx import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
-from worker.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness, timing_of
-from worker.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
-from worker.scoring import score_sizes
-from worker.spec import TaskSpec
-from worker.static_checks import baseline_kernel_names, check_source
+from worker.engine import ncu
+from worker.engine import toolchain as tc
+from worker.engine.context import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
+from worker.engine.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness, timing_of
+from worker.engine.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
+from worker.engine.scoring import score_sizes
+from worker.formats.cuda.build import BuildResult, build, harness_hash
+from worker.formats.cuda.spec import TaskSpec
+from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
 
 
 class _Context(EvalContext):

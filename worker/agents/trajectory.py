@@ -97,13 +97,13 @@ def load(path: str | Path) -> dict[str, Any]:
 
 def run_optimize(args) -> int:
     """The `optimize` command (argument parsing lives in worker/cli.py)."""
-    from worker import toolchain as tc
-    from worker.evaluate import EvalOptions
-    from worker.llm import OpenAIChatClient, PriceTable
-    from worker.pipeline import Pipeline, PipelineConfig
-    from worker.prompts import HardwareInfo
-    from worker.scripted_llm import ScriptedLLM
-    from worker.taskfile import discover_tasks
+    from testing.scripted_llm import ScriptedLLM
+    from worker.agents.llm import OpenAIChatClient, PriceTable
+    from worker.agents.pipeline import Pipeline, PipelineConfig
+    from worker.agents.prompts import HardwareInfo
+    from worker.engine import toolchain as tc
+    from worker.formats.cuda.evaluation import EvalOptions
+    from worker.registry import discover_tasks
 
     found = discover_tasks(Path(args.tasks_root))
     spec = next((s for s in found.specs if args.task in (s.name, f"{s.suite}/{s.name}")), None)

@@ -1,0 +1,19 @@
+"""The make format (CUDAHercules `task.yaml`): a folder with a Makefile-built harness; the candidate
+replaces one solution file and the task's own program checks and times it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from worker.engine.formats import TaskFormat
+from worker.formats.make.taskyaml import evaluate_make, evaluate_make_baseline, load_make_spec, validate_make
+
+
+def _declares(path: Path) -> bool:
+    return path.name == "task.yaml"
+
+
+FORMAT = TaskFormat(
+    name="make", label="task.yaml + make (CUDAHercules)", spec_file="task.yaml", declares=_declares,
+    load=load_make_spec, evaluate=evaluate_make, evaluate_baseline=evaluate_make_baseline, validate=validate_make,
+)

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from worker.engine.revision import short_revision
+
 
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
@@ -59,6 +61,8 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     queue = models.CharField(max_length=100, blank=True,
                              help_text="Celery queue it was sent to: gpu (any GPU worker) or gpu.<model> (gpu.h100).")
+    task_revision = models.CharField(max_length=64, blank=True,
+                                     help_text="The task folder's revision at launch; the worker refuses another.")
     worker_host = models.CharField(max_length=200, blank=True)
     gpu_name = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
@@ -91,6 +95,10 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.pk} · {self.task} · {self.status}"
+
+    @property
+    def short_task_revision(self) -> str:
+        return short_revision(self.task_revision)
 
     @property
     def is_active(self) -> bool:

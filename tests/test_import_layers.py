@@ -90,3 +90,12 @@ def test_no_import_cycles_among_apps_and_worker_modules():
     cycles = import_cycles(_project_graph())
     assert not cycles, "import cycles (break each by moving what both sides need into a lower module):\n" + \
         "\n".join("  " + " -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_web_side_sends_gpu_work_by_name_and_never_imports_the_task_bodies():
+    graph = _project_graph()
+    web = ["apps.runs.services", "apps.runs.manual", "apps.runs.dispatch", "apps.runs.views", "apps.api.views",
+           "apps.experiments.services"]
+    reached = [(module, chain) for module in web
+               if (chain := graph.find_shortest_chain(importer=module, imported="apps.runs.tasks"))]
+    assert not reached, reached

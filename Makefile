@@ -54,9 +54,11 @@ worker: install .cuda-libs/.ready
 
 lint: install-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 test: install-dev static/dist/.built .cuda-libs/.ready
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -m "not gpu"
 	@if $(BIN)/python -m testing.reachable "$(POSTGRES_TEST_URL)"; then \
 	  echo "== again on PostgreSQL ($(POSTGRES_TEST_URL)) =="; \

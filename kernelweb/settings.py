@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.llm",
     "apps.runs",
+    "apps.showcase",
     "apps.experiments",
     "apps.fleet",
     "apps.api",

@@ -11,7 +11,7 @@ urlpatterns = [
     path("experiments/", include("apps.experiments.urls")),
     path("llm/endpoints/", include("apps.llm.urls")),
     path("workers/", include("apps.fleet.urls")),
-    path("", include("apps.runs.showcase_urls")),  # /showcase/... and /s/<key>/, public
+    path("", include("apps.showcase.urls")),  # /showcase/... and /s/<key>/, public
     path("api/", include("apps.api.urls")),
     path("healthz", account_views.healthz, name="healthz"),
     path("admin/", admin.site.urls),

@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
-from apps.catalog.imports import (
+from apps.catalog.archive_import import (
     DEFAULT_YAML_SUITE,
     ImportLimits,
     ImportRejected,

@@ -43,6 +43,8 @@ class Task(models.Model):
     enabled = models.BooleanField(default=True)
     spec_path = models.CharField(max_length=500, blank=True, help_text="Relative to TASKS_DIR.")
     source_hash = models.CharField(max_length=64, blank=True, help_text="Hash of spec + sources at last sync.")
+    revision = models.CharField(max_length=64, blank=True,
+                                help_text="Hash of the whole task folder at last sync (worker.engine.revision).")
     # The last "Validate baseline on GPU" (baseline vs the CPU reference, worker.formats.cuda.evaluation.validate).
     validated_at = models.DateTimeField(null=True, blank=True)
     validation_verdict = models.CharField(

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.catalog.models import Task
 from worker.engine.results import Evaluation
+from worker.engine.revision import task_revision
 from worker.engine.taskspec import SpecError
 from worker.registry import AnySpec, discover_tasks, load_task
 
@@ -50,6 +51,7 @@ def _task_fields(spec: AnySpec, precision: str, root: Path) -> dict:
         "provenance": spec.provenance,
         "spec_path": str(Path(spec.path).relative_to(root)),
         "source_hash": source_hash(spec, precision),
+        "revision": task_revision(Path(spec.path).parent),
     }
     return common | _backend_fields(spec, precision)
 
@@ -115,7 +117,7 @@ def _sync_spec(spec: AnySpec, root: Path, report: SyncReport) -> set[tuple[str, 
             if task is None:
                 Task.objects.create(suite=spec.suite, operator=spec.name, precision=precision, **values)
                 report.created.append(label)
-            elif task.source_hash == values["source_hash"]:
+            elif task.source_hash == values["source_hash"] and task.revision == values["revision"]:
                 report.unchanged.append(label)
             else:
                 for name, value in values.items():

@@ -1,8 +1,8 @@
 """An experiment as a folder, for another installation: `experiment.json` (its configuration and members)
-beside one trajectory file per run (apps/runs/exports.py, the format `import_trajectory` reads).
+beside one trajectory file per run (apps/runs/trajectory_export.py, the format `import_trajectory` reads).
 
 `manage.py export_experiment` writes the folder; `manage.py import_experiment` loads it: every run through
-apps.runs.imports.trajectory_import, then the experiment and its members (every attempt, with its task and
+apps.runs.trajectory_import.trajectory_import, then the experiment and its members (every attempt, with its task and
 seed), all in one transaction. The imported experiment's pages, analyses and downloads (success curves,
 fast_p, per-operator, cost, bottleneck migration) are those of the original, so an experiment run on a GPU
 host can be shipped as demo data.
@@ -18,8 +18,8 @@ from django.db import transaction
 
 from apps.catalog.models import Task
 from apps.experiments.models import Experiment, ExperimentRun
-from apps.runs.exports import trajectory_export
-from apps.runs.imports import trajectory_import
+from apps.runs.trajectory_export import trajectory_export
+from apps.runs.trajectory_import import trajectory_import
 from worker.agents.trajectory import load as load_trajectory
 
 FORMAT, VERSION = "kernelweb-experiment", 1

@@ -27,6 +27,7 @@ from apps.fleet.services import (
     worker_run_started,
     worker_stopped,
 )
+from apps.runs.dispatch import EVALUATE_MANUAL_TURN, EXECUTE_RUN
 from apps.runs.models import Turn
 from worker.engine import toolchain
 
@@ -39,8 +40,8 @@ def _run_of_turn(turn_id: int) -> int | None:
 
 # Tasks that occupy a GPU worker for a run, and how to find the run from their argument.
 RUN_TASKS = {
-    "runs.execute_run": lambda run_id: run_id,
-    "runs.evaluate_manual_turn": _run_of_turn,
+    EXECUTE_RUN: lambda run_id: run_id,
+    EVALUATE_MANUAL_TURN: _run_of_turn,
 }
 
 

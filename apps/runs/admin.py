@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.runs.models import AgentCall, Profile, Run, RunEvent, ShareLink, Turn
+from apps.runs.models import AgentCall, Profile, Run, RunEvent, Turn
 from apps.runs.services import run_cancel
 
 
@@ -59,19 +59,3 @@ class RunEventAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False  # the event log is append-only
-
-
-@admin.register(ShareLink)
-class ShareLinkAdmin(admin.ModelAdmin):
-    """Read-only: a link is content-addressed and never changes. Deleting one takes the page down."""
-
-    list_display = ("key", "run", "created_by", "created_at")
-    search_fields = ("key",)
-    list_select_related = ("run__task", "created_by")
-    readonly_fields = ("key", "snapshot", "run", "created_by", "created_at")
-
-    def has_add_permission(self, request):
-        return False  # links are made from the run viewer (share_create), never by hand
-
-    def has_change_permission(self, request, obj=None):
-        return False

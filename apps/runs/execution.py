@@ -1,31 +1,32 @@
-"""What a GPU worker does with a run it received: claim it, run the pipeline, record the end.
+"""What a GPU worker does with a job it received: a run's pipeline, or one manual turn's evaluation.
 
-A redelivered message (acks_late after a worker crash) finds the run no longer queued and does
-nothing: the claim is the idempotency guard. The pipeline itself is Django-free (worker/agents/pipeline.py);
-`DjangoSink` turns what it reports into Turn, AgentCall and Profile rows and RunEvents.
+Both start the same way (apps/runs/jobs.py: claim or reclaim, GPU, task, revision, time limit and
+crash guard). A redelivered message (acks_late after a worker crash) finds the run no longer queued and
+does nothing: the claim is the idempotency guard. The pipeline itself is Django-free
+(worker/agents/pipeline.py); `DjangoSink` turns what it reports into Turn, AgentCall and Profile rows
+and RunEvents.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import socket
 import time
 from decimal import Decimal
 
-from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 
 from apps.runs.events import event_append
+from apps.runs.jobs import job_guard, job_start
 from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
-from apps.runs.services import run_claim, run_fail, run_reclaim, run_transition
+from apps.runs.services import run_fail, run_transition
 from worker.agents.llm import OpenAIChatClient, PriceTable
 from worker.agents.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
 from worker.agents.prompts import HardwareInfo
-from worker.engine import toolchain
-from worker.engine.taskspec import SpecError
-from worker.registry import load_task
+from worker.formats.cuda.evaluation import EvalOptions
+from worker.registry import evaluate
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,21 @@ class DjangoSink:
     def __init__(self, run: Run):
         self.run = run
         self.turns: dict[tuple[int, int], Turn] = {}
+
+    @db_retry
+    def resume(self) -> None:
+        """Know the turns already stored for the run (a manual turn appended to it later has a parent)."""
+        self.turns.update({(t.round_index, t.debug_index): t for t in Turn.objects.filter(run=self.run)})
+
+    def stored(self, key: tuple[int, int] | None) -> Turn | None:
+        """The Turn row stored for a (round, debug) key, if any."""
+        return self.turns.get(tuple(key)) if key else None
+
+    @db_retry
+    def offer_best(self, key: tuple[int, int], score: float) -> bool:
+        """Make the stored turn `key` the run's best if it beats the current best; True if it did."""
+        better = Q(best_score__isnull=True) | Q(best_score__lt=score)
+        return bool(Run.objects.filter(better, pk=self.run.pk).update(best_turn=self.turns[key], best_score=score))
 
     @db_retry
     def event(self, type: str, payload: dict) -> None:
@@ -143,7 +159,7 @@ def _config(run: Run) -> PipelineConfig:
 
 @db_retry
 def _finish(run: Run, sink: DjangoSink, result: PipelineResult) -> None:
-    best = sink.turns.get(result.best_turn) if result.best_turn else None
+    best = sink.stored(result.best_turn)
     totals = {
         "best_turn": best, "best_score": result.best_score, "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out, "cost_usd": Decimal(str(round(result.cost_usd, 6))),
@@ -159,41 +175,63 @@ def _finish(run: Run, sink: DjangoSink, result: PipelineResult) -> None:
 
 
 def run_execute(run_id: int) -> None:
-    chain = toolchain.detect()
-    gpu = chain.gpu
-    host = socket.gethostname()
-    gpu_name = gpu.name if gpu else ""
-    if not run_claim(run_id, worker_host=host, gpu_name=gpu_name):
-        status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
-        if status != RunStatus.RUNNING or not run_reclaim(run_id, worker_host=host, gpu_name=gpu_name):
-            logger.info("run %s is %s; nothing to do", run_id, status or "gone")
-            return
-    event_append(run_id, "worker.info", {"host": host, "gpu": gpu.name if gpu else None, **chain.describe()})
-    if gpu is None:
-        run_fail(
-            run_id,
-            f"No NVIDIA GPU on worker host {host} ({chain.gpu_reason}): runs need one to time and profile "
-            "kernels. Start a Celery worker on a GPU host (see README, 'GPU workers') and launch the run again.",
-        )
+    job = job_start(run_id)
+    if job is None:
         return
-    run = Run.objects.select_related("task", "endpoint").get(pk=run_id)
+    run = job.run
     try:
-        spec = load_task(settings.TASKS_DIR / run.task.spec_path)
         client = _client(run)
         config = _config(run)
-    except (SpecError, ValueError, OSError) as exc:
+    except ValueError as exc:
         run_fail(run_id, f"cannot start the pipeline: {exc}")
         return
     sink = DjangoSink(run)
-    try:
-        result = Pipeline(spec, run.task.precision, config, client, sink,
-                          hardware=HardwareInfo.from_gpu(gpu), arch=chain.arch).run()
-    except SoftTimeLimitExceeded:
-        run_fail(run_id, f"the run exceeded the worker's time limit of {settings.CELERY_TASK_SOFT_TIME_LIMIT} s "
-                 "(RUN_SOFT_TIME_LIMIT); lower the rounds or set a time budget and launch again")
+    with job_guard(run_id, "pipeline"):
+        result = Pipeline(job.spec, run.task.precision, config, client, sink,
+                          hardware=HardwareInfo.from_gpu(job.gpu), arch=job.chain.arch).run()
+        _finish(run, sink, result)
+
+
+def manual_turn_evaluate(turn_id: int) -> None:
+    """Evaluate a manual turn. On a run of its own (origin "manual") the run is claimed and ends with the
+    turn; on an existing run only the turn is evaluated, and a failure before the evaluation is
+    recorded on the turn, not on the run."""
+    turn = Turn.objects.select_related("run").get(pk=turn_id)
+    run = turn.run
+    standalone = run.origin == "manual"
+    sink = DjangoSink(run)
+    sink.resume()
+    key = (turn.round_index, turn.debug_index)
+    parent = (0, 0) if sink.stored((0, 0)) else None
+
+    def fail(message: str, verdict: str) -> None:
+        if standalone:
+            run_fail(run.pk, message)
+        sink.turn(TurnRecord(*key, "manual", parent, turn.scheme, turn.code, turn.compile_command,
+                             verdict=verdict, reason=message, finished=True))
+        sink.event("turn.finished", {"round": key[0], "debug": key[1], "kind": "manual", "verdict": verdict,
+                                     "reason": message, "score": None, "valid": False})
+
+    job = job_start(run.pk, claim=standalone, fail=fail)
+    if job is None:
         return
-    except Exception as exc:  # noqa: BLE001 - record any crash on the run instead of leaving it "running"
-        logger.exception("run %s crashed", run_id)
-        run_fail(run_id, f"internal error in the pipeline: {type(exc).__name__}: {exc}")
-        return
-    _finish(run, sink, result)
+    with job_guard(run.pk, "manual turn's evaluation", fail):
+        sink.turn(TurnRecord(*key, "manual", parent, turn.scheme, turn.code, turn.compile_command))
+        sink.event("turn.started", {"round": key[0], "debug": key[1], "kind": "manual"})
+        evaluation = evaluate(job.spec, job.run.task.precision, turn.code, turn.compile_command or None,
+                              EvalOptions(profile=job.run.profile_mode), chain=job.chain)
+        valid = evaluation.ok and evaluation.score is not None
+        finished = TurnRecord(*key, "manual", parent, turn.scheme, turn.code,
+                              evaluation.compile.command if evaluation.compile else turn.compile_command,
+                              evaluation, str(evaluation.verdict), evaluation.reason, evaluation.score, valid, True)
+        sink.turn(finished)
+        sink.event("turn.finished", {"round": key[0], "debug": key[1], "kind": "manual",
+                                     "verdict": finished.verdict, "reason": finished.reason,
+                                     "score": finished.score, "valid": valid})
+        if valid:
+            sink.offer_best(key, evaluation.score)
+        if standalone:
+            if valid:
+                run_transition(run.pk, RunStatus.SUCCEEDED)
+            else:
+                run_fail(run.pk, f"{finished.verdict}: {finished.reason}")

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from worker.engine.revision import short_revision
+
 
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
@@ -59,6 +61,8 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     queue = models.CharField(max_length=100, blank=True,
                              help_text="Celery queue it was sent to: gpu (any GPU worker) or gpu.<model> (gpu.h100).")
+    task_revision = models.CharField(max_length=64, blank=True,
+                                     help_text="The task folder's revision at launch; the worker refuses another.")
     worker_host = models.CharField(max_length=200, blank=True)
     gpu_name = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
@@ -91,6 +95,10 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.pk} · {self.task} · {self.status}"
+
+    @property
+    def short_task_revision(self) -> str:
+        return short_revision(self.task_revision)
 
     @property
     def is_active(self) -> bool:
@@ -238,32 +246,3 @@ class RunEvent(models.Model):
             "payload": self.payload,
             "created": self.created_at.isoformat(),
         }
-
-
-class ShareLink(models.Model):
-    """A frozen, public comparison of two turns, served at /s/<key>/.
-
-    The key is the first 20 hex digits of sha256 over the snapshot's canonical JSON, so sharing the
-    same pair twice gives the same link and a link's content can never change. The snapshot carries
-    everything the page shows, so the link outlives its run (run becomes NULL) and later edits.
-    """
-
-    key = models.CharField(max_length=20, unique=True, editable=False)
-    snapshot = models.JSONField(editable=False)
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="share_links")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="share_links"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"Share {self.key}"
-
-    def save(self, *args, **kwargs):
-        # Immutable by construction: a changed snapshot would no longer match its key.
-        if not self._state.adding:
-            raise ValueError("a share link never changes after creation; create a new one instead")
-        super().save(*args, **kwargs)

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.runs.dispatch import enqueue_run
 from apps.runs.events import event_append
 from apps.runs.models import RUN_TRANSITIONS, Run, RunStatus
 
@@ -52,12 +53,11 @@ def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispa
             token_budget=config.token_budget,
             cost_budget_usd=config.cost_budget_usd,
             queue=config.queue or settings.KERNELWEB_GPU_QUEUE,
+            task_revision=task.revision,
         )
         event_append(run.pk, "run.queued", {"task": task.slug, "model": config.model})
         if dispatch:
-            from apps.runs.tasks import execute_run  # tasks import services: avoid the cycle at load time
-
-            transaction.on_commit(lambda: execute_run.delay(run.pk))
+            transaction.on_commit(lambda: enqueue_run(run.pk))
     return run
 
 

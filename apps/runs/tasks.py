@@ -1,16 +1,17 @@
-"""Celery entry points: thin, take ids, delegate to services."""
+"""Celery entry points on a GPU worker: thin, take ids, delegate. The web side never imports this
+module; it sends these tasks by name (apps/runs/dispatch.py)."""
 
 from celery import Task, shared_task
 
-from apps.runs.execution import run_execute
-from apps.runs.manual import manual_turn_evaluate
+from apps.runs.dispatch import EVALUATE_MANUAL_TURN, EXECUTE_RUN
+from apps.runs.execution import manual_turn_evaluate, run_execute
 from apps.runs.selectors import run_queue_of, turn_queue_of
 
 
 class RunQueueTask(Task):
     """Sent to the run's own queue (Run.queue: `gpu`, or `gpu.h100` for runs that asked for an H100)
-    unless the caller names one. Read from the row at send time, which is after commit, so the
-    callers keep the plain `.delay(id)`."""
+    unless the caller names one (apps/runs/dispatch.py always does). Read from the row at send time,
+    which is after commit."""
 
     queue_of = None  # staticmethod(id -> queue name), set per task below
 
@@ -20,12 +21,11 @@ class RunQueueTask(Task):
         return super().apply_async(args, kwargs, **options)
 
 
-@shared_task(base=RunQueueTask, name="runs.execute_run", acks_late=True, queue_of=staticmethod(run_queue_of))
+@shared_task(base=RunQueueTask, name=EXECUTE_RUN, acks_late=True, queue_of=staticmethod(run_queue_of))
 def execute_run(run_id: int) -> None:
     run_execute(run_id)
 
 
-@shared_task(base=RunQueueTask, name="runs.evaluate_manual_turn", acks_late=True,
-             queue_of=staticmethod(turn_queue_of))
+@shared_task(base=RunQueueTask, name=EVALUATE_MANUAL_TURN, acks_late=True, queue_of=staticmethod(turn_queue_of))
 def evaluate_manual_turn(turn_id: int) -> None:
     manual_turn_evaluate(turn_id)

@@ -1,13 +1,14 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from apps.runs import showcase, views
+from apps.runs import views
+from apps.showcase import views as showcase
 
 app_name = "runs"
 urlpatterns = [
     path("", views.run_list, name="list"),
     path("launch/", views.run_launch, name="launch"),
-    # The showcase moved to /showcase/ (apps/runs/showcase_urls.py); the old name still leads there.
+    # The showcase moved to /showcase/ (apps/showcase/urls.py); the old name still leads there.
     path("showcase/", RedirectView.as_view(pattern_name="showcase:index", permanent=True), name="showcase"),
     path("<int:pk>/", views.run_detail, name="detail"),
     path("<int:pk>/panel/", views.run_panel, name="panel"),

@@ -19,7 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 from apps.catalog.markup import code_language
 from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
-from apps.runs.showcase_selectors import param_order, size_label
+from apps.runs.sizes import param_order, size_label
 
 AGAINST = ("baseline", "parent", "best")
 PENDING_VERDICTS = ("", "queued")  # not evaluated yet (a manual turn waits as "queued")

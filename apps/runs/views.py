@@ -15,7 +15,7 @@ from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_man
 from apps.runs.models import Run, RunEvent
 from apps.runs.selectors import run_for_user
 from apps.runs.services import run_cancel, runs_launch
-from apps.runs.showcase_selectors import param_order
+from apps.runs.sizes import param_order
 
 EVENTS_SHOWN = 200  # the rest is in the API (events since seq); the live stream resumes after the last
 

@@ -13,7 +13,7 @@ import dataclasses
 import os
 
 from apps.fleet import heartbeat
-from apps.runs import execution, manual
+from apps.runs import execution, jobs
 from tests.support.scripted_eval import ScriptedEvaluator
 from worker.agents.pipeline import Pipeline
 from worker.engine import toolchain
@@ -40,6 +40,6 @@ def _evaluate(spec, precision, code, flags, options, chain=None):
 
 
 SimulatedToolchain = type("SimulatedToolchain", (), {"detect": staticmethod(_detect)})
-execution.toolchain = manual.toolchain = heartbeat.toolchain = SimulatedToolchain
+jobs.toolchain = heartbeat.toolchain = SimulatedToolchain
 execution.Pipeline = _SimulatedPipeline
-manual.evaluate = _evaluate
+execution.evaluate = _evaluate

@@ -14,10 +14,10 @@ from apps.catalog.models import Task
 from apps.catalog.services import tasks_sync
 from apps.experiments.models import Experiment, ExperimentRun
 from apps.experiments.reports import experiment_report, report_json
-from apps.runs.exports import trajectory_export
-from apps.runs.imports import trajectory_import
 from apps.runs.models import Run, RunStatus
 from apps.runs.services import RunConfig, run_create
+from apps.runs.trajectory_export import trajectory_export
+from apps.runs.trajectory_import import trajectory_import
 from worker.agents.trajectory import load
 
 pytestmark = pytest.mark.django_db

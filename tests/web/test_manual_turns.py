@@ -1,5 +1,6 @@
 """Manual turns: a user's own kernel, compiled with the real nvcc and evaluated like an agent's."""
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -9,14 +10,27 @@ from django.urls import reverse
 
 from apps.catalog.models import Task
 from apps.catalog.services import tasks_sync
-from apps.runs.manual import ManualTurnError, manual_turn_evaluate, run_create_manual, turn_submit_manual
+from apps.runs.execution import manual_turn_evaluate
+from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunStatus, TurnKind
 from worker.engine import toolchain
+from worker.engine.gpu import GpuInfo
 
 pytestmark = pytest.mark.django_db
 FAST = (Path(settings.BASE_DIR) / "tests" / "gpu_candidates" / "vector_add_fast.cu").read_text()
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
                                 reason="nvcc is not installed")
+
+
+@pytest.fixture
+def gpu_present(monkeypatch):
+    """A job starts only on a GPU worker; a build error is found before the GPU is used, so pretend one."""
+    real = toolchain.detect()
+    if real.gpu is None:
+        gpu = GpuInfo(index=0, name="Pretended GPU (tests)", uuid="GPU-pretended", compute_capability="9.0",
+                      memory_mib=81559, driver="pretended")
+        pretended = dataclasses.replace(real, gpu=gpu, gpu_reason="", arch=gpu.arch)
+        monkeypatch.setattr(toolchain, "detect", lambda: pretended)
 
 
 @pytest.fixture
@@ -51,7 +65,7 @@ def test_a_manual_kernel_is_built_and_its_verdict_stored(vector_add, user):
     assert "--use_fast_math" in turn.compile_command
     if toolchain.detect().gpu is None:
         assert turn.verdict == "no_gpu" and run.status == RunStatus.FAILED
-        assert run.error.startswith("no_gpu: this run needs a GPU and none is present"), run.error
+        assert run.error.startswith("No NVIDIA GPU on worker host"), run.error
     else:
         assert turn.verdict == "ok" and turn.score and run.status == RunStatus.SUCCEEDED
     types = list(run.events.values_list("type", flat=True))
@@ -59,7 +73,7 @@ def test_a_manual_kernel_is_built_and_its_verdict_stored(vector_add, user):
 
 
 @needs_nvcc
-def test_a_manual_kernel_that_does_not_compile_keeps_the_compiler_log(vector_add, user):
+def test_a_manual_kernel_that_does_not_compile_keeps_the_compiler_log(vector_add, user, gpu_present):
     run = run_create_manual(owner=user, task=vector_add, code=FAST.replace("cudaDeviceSynchronize", "cudaSyncX"),
                             dispatch=False)
     manual_turn_evaluate(run.turns.get().pk)
@@ -72,7 +86,7 @@ def test_a_manual_kernel_that_does_not_compile_keeps_the_compiler_log(vector_add
 def test_evaluate_page_queues_a_run_for_the_signed_in_user(client, vector_add, user,
                                                           django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr("apps.runs.tasks.evaluate_manual_turn.delay", sent.append)
+    monkeypatch.setattr("apps.runs.manual.enqueue_manual_turn", sent.append)
     client.force_login(user)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("runs:task_evaluate", args=[vector_add.pk]), {"code": FAST})

@@ -14,7 +14,8 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from apps.catalog.services import tasks_sync
-from apps.runs.models import Run, RunStatus, ShareLink, Turn, TurnKind
+from apps.runs.models import Run, RunStatus, Turn, TurnKind
+from apps.showcase.models import ShareLink
 
 pytestmark = pytest.mark.django_db
 DEMO = Path(settings.BASE_DIR) / "demo" / "trajectories"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from apps.catalog.imports import (
+from apps.catalog.archive_import import (
     ImportLimits,
     ImportRejected,
     import_commit,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.catalog.imports import (
+from apps.catalog.archive_import import (
     ImportLimits,
     ImportRejected,
     StageOptions,

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.catalog.imports import ImportRejected, StageOptions
+from apps.catalog.archive_import import ImportRejected, StageOptions
 from apps.catalog.management.importing import stage_and_commit
 from worker.importers import find_kernelbench
 

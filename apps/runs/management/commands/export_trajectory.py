@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.runs.exports import trajectory_export
 from apps.runs.models import Run
+from apps.runs.trajectory_export import trajectory_export
 
 
 class Command(BaseCommand):

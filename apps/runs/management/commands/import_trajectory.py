@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.runs.imports import trajectory_import
+from apps.runs.trajectory_import import trajectory_import
 from worker.agents.trajectory import load
 
 

@@ -1,4 +1,4 @@
-"""A finished run as a trajectory (worker/agents/trajectory.py, version 1): the inverse of apps/runs/imports.py.
+"""A finished run as a trajectory (worker/agents/trajectory.py, version 1): the inverse of trajectory_import.py.
 
 `trajectory_export(run)` gives the document `manage.py import_trajectory` reads, so a run made on one
 installation (a GPU host running the whole stack, for instance) can be loaded into another as demo data.

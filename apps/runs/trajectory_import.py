@@ -63,7 +63,7 @@ def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = 
                 sink.agent_call(record.key, AgentCallRecord(**call))
         for event in data["events"]:
             sink.event(event["type"], event["payload"])
-        best = sink.turns.get(tuple(result["best_turn"])) if result.get("best_turn") else None
+        best = sink.stored(result.get("best_turn"))
         Run.objects.filter(pk=run.pk).update(
             best_turn=best, best_score=result.get("best_score"), tokens_in=result.get("tokens_in", 0),
             tokens_out=result.get("tokens_out", 0), cost_usd=Decimal(str(round(result.get("cost_usd", 0.0), 6))),

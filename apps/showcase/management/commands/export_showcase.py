@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from apps.runs.showcase_export import ExportError, showcase_export
+from apps.showcase.export import ExportError, showcase_export
 
 
 class Command(BaseCommand):

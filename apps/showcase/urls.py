@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from apps.runs import showcase
+from apps.showcase import views as showcase
 
 app_name = "showcase"
 urlpatterns = [

@@ -13,9 +13,10 @@ import math
 
 from django.core.exceptions import PermissionDenied
 
-from apps.runs.models import Run, ShareLink, Turn
+from apps.runs.models import Run, Turn
 from apps.runs.selectors import run_for_user
-from apps.runs.showcase_selectors import param_order, turn_label, turn_measurements
+from apps.showcase.models import ShareLink
+from apps.showcase.selectors import param_order, turn_label, turn_measurements
 
 KEY_LENGTH = 20
 SNAPSHOT_VERSION = 1

@@ -19,8 +19,7 @@ from django.views.decorators.http import require_POST
 
 from apps.runs.models import Turn
 from apps.runs.selectors import run_for_user
-from apps.runs.sharing import share_create
-from apps.runs.showcase_selectors import (
+from apps.showcase.selectors import (
     OperatorPage,
     ShowcaseCard,
     share_link,
@@ -29,6 +28,7 @@ from apps.runs.showcase_selectors import (
     showcase_operator,
     showcase_task_key,
 )
+from apps.showcase.sharing import share_create
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ShowcaseLinks:
 
 def live_links() -> ShowcaseLinks:
     return ShowcaseLinks(
-        layout="runs/_showcase_live.html", index=reverse("showcase:index"), app_css=static("css/app.css"),
+        layout="showcase/_showcase_live.html", index=reverse("showcase:index"), app_css=static("css/app.css"),
         showcase_css=static("css/showcase.css"), uplot_css=static("dist/uPlot.min.css"),
         charts_js=static("dist/kw-charts.js"),
     )
@@ -63,7 +63,7 @@ def operator_context(page: OperatorPage, links: ShowcaseLinks, run_href: str | N
 
 
 def showcase_index(request):
-    return render(request, "runs/showcase.html", index_context(showcase_cards(), live_links(), operator_url))
+    return render(request, "showcase/showcase.html", index_context(showcase_cards(), live_links(), operator_url))
 
 
 def showcase_operator_view(request, suite: str, operator: str, precision: str):
@@ -71,7 +71,7 @@ def showcase_operator_view(request, suite: str, operator: str, precision: str):
     if page is None:
         raise Http404("No public result for this operator yet.")
     run_href = reverse("runs:detail", args=[page.card.run_id])
-    return render(request, "runs/showcase_operator.html", operator_context(page, live_links(), run_href))
+    return render(request, "showcase/showcase_operator.html", operator_context(page, live_links(), run_href))
 
 
 def showcase_operator_by_id(request, task_id: int):
@@ -109,4 +109,4 @@ def share_view(request, key: str):
     can_see_run = link.run_id is not None and run_for_user(request.user, link.run_id) is not None
     context = {"links": live_links(), "page": page, "sides": (page.a, page.b),
                "run_id": link.run_id if can_see_run else None}
-    return render(request, "runs/share.html", context)
+    return render(request, "showcase/share.html", context)

@@ -16,8 +16,8 @@ from django.contrib.staticfiles import finders
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from apps.runs.showcase import ShowcaseLinks, index_context, operator_context
-from apps.runs.showcase_selectors import ShowcaseCard, showcase_cards, showcase_operator
+from apps.showcase.selectors import ShowcaseCard, showcase_cards, showcase_operator
+from apps.showcase.views import ShowcaseLinks, index_context, operator_context
 
 # static path (as {% static %} names it) -> where it lands under the export directory
 ASSETS = {
@@ -28,7 +28,7 @@ ASSETS = {
 }
 
 EXPORT_LINKS = ShowcaseLinks(
-    layout="runs/_showcase_export.html", index="index.html", app_css=ASSETS["css/app.css"],
+    layout="showcase/_showcase_export.html", index="index.html", app_css=ASSETS["css/app.css"],
     showcase_css=ASSETS["css/showcase.css"], uplot_css=ASSETS["dist/uPlot.min.css"],
     charts_js=ASSETS["dist/kw-charts.js"], exported=True,
 )
@@ -98,11 +98,11 @@ def showcase_export(
             continue
         target = out_dir / page_filename(card)
         context = {**operator_context(page, EXPORT_LINKS, run_href=None), **extra}
-        target.write_text(render_to_string("runs/showcase_operator.html", context), encoding="utf-8")
+        target.write_text(render_to_string("showcase/showcase_operator.html", context), encoding="utf-8")
         pages.append(target)
         shown.append(card)
     index = out_dir / EXPORT_LINKS.index
     context = {**index_context(shown, EXPORT_LINKS, page_filename), **extra}
-    index.write_text(render_to_string("runs/showcase.html", context), encoding="utf-8")
+    index.write_text(render_to_string("showcase/showcase.html", context), encoding="utf-8")
     pages.insert(0, index)
     return ExportResult(out_dir, pages, assets)

@@ -15,7 +15,9 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from apps.catalog.markup import code_language
 from apps.runs.codeview import SideBySide, side_by_side
-from apps.runs.models import Run, RunEvent, RunStatus, ShareLink, Turn, TurnKind
+from apps.runs.models import Run, RunEvent, RunStatus, Turn, TurnKind
+from apps.runs.sizes import num_text, param_order, size_label
+from apps.showcase.models import ShareLink
 
 # Fields of the worker's toolchain description that are safe to publish (no host names or paths), labelled.
 PUBLIC_TOOLCHAIN = {"nvcc_version": "nvcc", "ncu_version": "Nsight Compute", "arch": "target architecture"}
@@ -26,23 +28,6 @@ PUBLIC_TOOLCHAIN = {"nvcc_version": "nvcc", "ncu_version": "Nsight Compute", "ar
 
 def _finite(value) -> float | None:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def _num(value) -> str:
-    return str(int(value)) if isinstance(value, int | float) and float(value).is_integer() else str(value)
-
-
-def param_order(task) -> list[str]:
-    """The entry point's parameter names in declaration order (Task.params is a JSON list, so it keeps
-    its order; size dicts do not: PostgreSQL's jsonb reorders keys)."""
-    return [p["name"] for p in task.params or [] if isinstance(p, dict) and "name" in p]
-
-
-def size_label(params: dict, order=()) -> str:
-    """`N=16, C=256`: names in the entry point's order where known, the rest sorted."""
-    params = params or {}
-    names = [n for n in order if n in params] + sorted(n for n in params if n not in order)
-    return ", ".join(f"{name}={_num(params[name])}" for name in names)
 
 
 def geomean(values) -> float | None:
@@ -218,7 +203,7 @@ def _config(run: Run) -> list[tuple[str, str]]:
     rows += [(f"model ({role})", model) for role, model in sorted((run.agent_models or {}).items())]
     rows += [
         ("rounds R", str(run.rounds)), ("debug rounds D", str(run.debug_rounds)),
-        ("profiling", run.get_profile_mode_display()), ("temperature", _num(run.temperature)),
+        ("profiling", run.get_profile_mode_display()), ("temperature", num_text(run.temperature)),
         ("seed", "—" if run.seed is None else str(run.seed)),
     ]
     return rows

@@ -182,3 +182,19 @@ def test_behind_one_trusted_proxy_the_client_is_what_that_proxy_saw_not_the_spoo
     env["TRUSTED_PROXY_COUNT"] = "-1"
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "TRUSTED_PROXY_COUNT" in result.stderr
+
+
+def test_under_asgi_the_locked_out_login_page_is_the_same_429(user):
+    """daphne serves through Django's async handler, where axes' middleware takes its async path."""
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    client = AsyncClient()
+    post = async_to_sync(client.post)
+    codes = [post("/accounts/login/", {"username": "alice", "password": f"guess-{i}"}).status_code
+             for i in range(LIMIT)]
+    assert codes == [200] * (LIMIT - 1) + [429]
+    response = post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 429
+    assert "Too many failed login attempts" in response.content.decode()
+    assert 'value="alice"' in response.content.decode()

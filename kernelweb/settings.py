@@ -6,6 +6,7 @@ without a secret key and allowed hosts; passes `manage.py check --deploy`).
 """
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -61,6 +62,7 @@ INSTALLED_APPS = [
     "apps.experiments",
     "apps.fleet",
     "apps.api",
+    "axes",  # login lockout: apps/accounts/lockout.py, docs/security.md
 ]
 
 MIDDLEWARE = [
@@ -72,6 +74,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into apps.accounts.lockout's answer
 ]
 
 ROOT_URLCONF = "kernelweb.urls"
@@ -132,6 +135,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "apps.accounts.lockout.LockoutBackend",  # refuses locked-out clients before any password check
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -248,7 +255,33 @@ API_THROTTLE_RATES = {
 for _scope, _rate in API_THROTTLE_RATES.items():
     if not re.fullmatch(r"[1-9]\d*/(s|sec|second|m|min|minute|h|hour|d|day)", _rate):
         raise ImproperlyConfigured(f"API_THROTTLE_{_scope.upper()}={_rate!r}: use N/second|minute|hour|day")
+# Who the client is, for the throttles and the login lockout alike: REMOTE_ADDR, or with N trusted reverse
+# proxies in front, the address N hops from the right of X-Forwarded-For (what the outermost proxy saw).
+# Never more than the proxies really there: a client can write any X-Forwarded-For it likes.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# Login lockout (django-axes) on /accounts/login/, /api/auth/token/ and the admin: after
+# AXES_FAILURE_LIMIT failures of one username from one client address, that pair is refused (HTTP 429)
+# for AXES_COOLOFF_MINUTES after its latest attempt; admins unlock in Admin > Axes > Access attempts.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [
+    [part.strip() for part in key.split("+")]
+    for key in env_list("AXES_LOCKOUT_PARAMETERS", ["username+ip_address"])
+]
+for _key in AXES_LOCKOUT_PARAMETERS:
+    if not _key or not set(_key) <= {"username", "ip_address"}:
+        raise ImproperlyConfigured(
+            "AXES_LOCKOUT_PARAMETERS: comma-separated keys, each `username`, `ip_address` or `username+ip_address`"
+        )
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.lockout.client_ip"
+AXES_LOCKOUT_CALLABLE = "apps.accounts.lockout.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged as warnings
+AXES_RESET_ON_SUCCESS = True  # a successful login forgets that pair's earlier failures
+
 REST_FRAMEWORK = {
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

@@ -7,6 +7,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -15,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 
+from apps.accounts.lockout import forget_failures, lockout_json
 from apps.api import serializers as s
 from apps.api.filters import runs_filter, tasks_filter
 from apps.api.permissions import IsOwner
@@ -241,7 +243,22 @@ class ShareDetail(generics.GenericAPIView):
 
 @extend_schema_view(post=extend_schema(auth=[], summary="Exchange username and password for an API token"))
 class ObtainToken(ObtainAuthToken):
-    """DRF's username/password → token exchange, throttled: it is the one endpoint that checks passwords."""
+    """DRF's username/password → token exchange, throttled per client address (TRUSTED_PROXY_COUNT) and
+    behind the login lockout: the password check is `django.contrib.auth.authenticate(request=...)` (in
+    DRF's AuthTokenSerializer), so axes counts its failures and refuses a locked-out username and address
+    with a 429 saying for how long (apps/accounts/lockout.py)."""
 
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "token"
+
+    def post(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        if not serializer.is_valid():
+            # axes flags the request it was handed, here DRF's wrapper, which its middleware never sees.
+            if getattr(request, "axes_locked_out", False):
+                return lockout_json(request)
+            raise ValidationError(serializer.errors)
+        user = serializer.validated_data["user"]
+        forget_failures(request, user)
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})

@@ -11,6 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from kernelweb import secrets_check
 from kernelweb.env import env_bool, env_float, env_int, env_list, env_str, env_url
 from kernelweb.queues import DEFAULT_QUEUE, GPU_QUEUE
 
@@ -24,16 +25,13 @@ if ENV not in ("development", "production"):
 PRODUCTION = ENV == "production"
 
 DEBUG = env_bool("DEBUG", not PRODUCTION)
+# --- secrets (production refuses placeholders and weak values: kernelweb/secrets_check.py) ---
 SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if PRODUCTION:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is required when KERNELWEB_ENV=production; generate one with "
-            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`"
-        )
-    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-0123456789abcdef"
-elif PRODUCTION and len(SECRET_KEY) < 50:
-    raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters in production")
+if PRODUCTION:
+    secrets_check.check_secret_key(SECRET_KEY)
+elif not SECRET_KEY:
+    SECRET_KEY = secrets_check.DEV_SECRET_KEY
+# --- end secrets ---
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.1", "[::1]", "testserver"])
 if PRODUCTION and not ALLOWED_HOSTS:
@@ -220,11 +218,8 @@ WORKER_DEAD_AFTER_BEATS = env_int("WORKER_DEAD_AFTER_BEATS", 3, minimum=2)
 # Secrets at rest (LLM endpoint API keys): Fernet keys, comma-separated, newest
 # first so keys can be rotated. Derived from SECRET_KEY when unset (development).
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")
-if PRODUCTION and not FIELD_ENCRYPTION_KEYS:
-    raise ImproperlyConfigured(
-        "FIELD_ENCRYPTION_KEYS is required in production; generate one with "
-        "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`"
-    )
+if PRODUCTION:
+    secrets_check.check_field_encryption_keys(FIELD_ENCRYPTION_KEYS)  # every entry must be a Fernet key
 
 TASKS_DIR = Path(env_str("TASKS_DIR", str(BASE_DIR / "tasks")))
 

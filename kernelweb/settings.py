@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from kernelweb import secrets_check
@@ -70,6 +71,35 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# --- Content-Security-Policy (django-csp; README: Content-Security-Policy, docs/security.md) ---
+# Strict: scripts and styles only from our own static files (no inline <script>, on* handlers or style=
+# attributes in templates; the front-end bundle keeps its CSS in static/css). 'self' in connect-src covers
+# the same-origin ws:/wss: websockets (CSP level 3). data: images for the charts' PNG export.
+# CSP_REPORT_ONLY=1 sends the same policy as Content-Security-Policy-Report-Only (to trial a change).
+INSTALLED_APPS.append("csp")
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "csp.middleware.CSPMiddleware")
+_CSP = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],  # as X-Frame-Options: DENY
+    },
+}
+if env_bool("CSP_REPORT_ONLY", False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
+    CONTENT_SECURITY_POLICY = None
+else:
+    CONTENT_SECURITY_POLICY = _CSP
+# --- end Content-Security-Policy ---
 
 ROOT_URLCONF = "kernelweb.urls"
 ASGI_APPLICATION = "kernelweb.asgi.application"

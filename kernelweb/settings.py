@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import environ
-from csp.constants import NONE, SELF
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from kernelweb import secrets_check
@@ -74,7 +74,8 @@ MIDDLEWARE = [
 
 # --- Content-Security-Policy (django-csp; README: Content-Security-Policy, docs/security.md) ---
 # Strict: scripts and styles only from our own static files (no inline <script>, on* handlers or style=
-# attributes in templates; the front-end bundle keeps its CSS in static/css). 'self' in connect-src covers
+# attributes in templates; the front-end bundle keeps its CSS in static/css), plus the <style> element
+# CodeMirror mounts, admitted by a per-response nonce (templates/base.html). 'self' in connect-src covers
 # the same-origin ws:/wss: websockets (CSP level 3). data: images for the charts' PNG export.
 # CSP_REPORT_ONLY=1 sends the same policy as Content-Security-Policy-Report-Only (to trial a change).
 INSTALLED_APPS.append("csp")
@@ -84,7 +85,7 @@ _CSP = {
     "DIRECTIVES": {
         "default-src": [SELF],
         "script-src": [SELF],
-        "style-src": [SELF],
+        "style-src": [SELF, NONCE],  # the nonce only for the code editor's <style> (frontend/editor.js)
         "img-src": [SELF, "data:"],
         "font-src": [SELF],
         "connect-src": [SELF],

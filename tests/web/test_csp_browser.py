@@ -105,4 +105,5 @@ def test_the_main_pages_load_without_content_security_policy_violations(browser,
     anonymous.visit(f"{stack.url}/showcase/")
     anonymous.visit(f"{stack.url}/accounts/login/", "input[name=username]")
     anonymous.context.close()
-    assert visitor.problems + anonymous.problems == []
+    problems = visitor.problems + anonymous.problems
+    assert problems == [], "\n".join(problems)

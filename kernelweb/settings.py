@@ -254,6 +254,13 @@ if PRODUCTION:
 
 TASKS_DIR = Path(env_str("TASKS_DIR", str(BASE_DIR / "tasks")))
 
+# --- LLM endpoint addresses (apps/llm/ssrf.py; README: Configuration) ---
+# Endpoints may not point at loopback, private, link-local (cloud metadata) or other non-public addresses,
+# when saved and again before each run; host names, IPs or networks (CIDR) listed here are exempt,
+# e.g. LLM_ENDPOINT_ALLOWED_HOSTS=localhost,10.0.5.0/24 for a model server on the local network.
+LLM_ENDPOINT_ALLOWED_HOSTS = env_list("LLM_ENDPOINT_ALLOWED_HOSTS")
+# --- end LLM endpoint addresses ---
+
 # LLM calls: per-call timeout, and an optional JSON price table (USD per 1M tokens) over the defaults.
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 180.0, minimum=1.0)
 LLM_PRICES_FILE = env_str("LLM_PRICES_FILE")

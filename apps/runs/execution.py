@@ -17,6 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
+from apps.llm.ssrf import check_base_url
 from apps.runs.events import event_append
 from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
 from apps.runs.services import run_claim, run_fail, run_reclaim, run_transition
@@ -127,6 +128,7 @@ def _client(run: Run) -> OpenAIChatClient:
     endpoint = run.endpoint
     if endpoint is None:
         raise ValueError("the run has no LLM endpoint; add one in the admin (LLM endpoints) and launch again")
+    check_base_url(endpoint.base_url)  # again here: DNS may have changed since it was saved (UnsafeEndpoint)
     prices = PriceTable.load(settings.LLM_PRICES_FILE or None)
     return OpenAIChatClient(endpoint.base_url, endpoint.get_api_key() or "none", run.model,
                             timeout_s=settings.LLM_TIMEOUT_SECONDS, prices=prices)

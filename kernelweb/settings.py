@@ -102,6 +102,11 @@ else:
     CONTENT_SECURITY_POLICY = _CSP
 # --- end Content-Security-Policy ---
 
+# --- database errors: a missing/unmigrated/corrupt database answers 503 saying what to do (kernelweb/dberrors.py) ---
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "kernelweb.dberrors.DatabaseErrorMiddleware")
+# --- end database errors ---
+
 ROOT_URLCONF = "kernelweb.urls"
 ASGI_APPLICATION = "kernelweb.asgi.application"
 WSGI_APPLICATION = None

@@ -254,8 +254,8 @@ WORKER_DEAD_AFTER_BEATS = env_int("WORKER_DEAD_AFTER_BEATS", 3, minimum=2)
 # Secrets at rest (LLM endpoint API keys): Fernet keys, comma-separated, newest
 # first so keys can be rotated. Derived from SECRET_KEY when unset (development).
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")
-if PRODUCTION:
-    secrets_check.check_field_encryption_keys(FIELD_ENCRYPTION_KEYS)  # every entry must be a Fernet key
+if PRODUCTION or FIELD_ENCRYPTION_KEYS:  # required in production; when set, every entry must be a Fernet key
+    secrets_check.check_field_encryption_keys(FIELD_ENCRYPTION_KEYS)
 
 TASKS_DIR = Path(env_str("TASKS_DIR", str(BASE_DIR / "tasks")))
 

@@ -94,3 +94,8 @@ def test_settings_accept_real_secrets_with_the_example_env_file(tmp_path):
     values = {**_example_values(), "SECRET_KEY": _real_key(), "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode()}
     result = _check(values, tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+def test_an_invalid_encryption_key_stops_development_start_up_too(tmp_path):
+    result = _check({"KERNELWEB_ENV": "development", "FIELD_ENCRYPTION_KEYS": "not-a-key"}, tmp_path)
+    assert result.returncode != 0 and "FIELD_ENCRYPTION_KEYS entry 1 of 1 is not a valid Fernet key" in result.stderr

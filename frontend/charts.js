@@ -403,7 +403,6 @@ function render(el) {
     console.error(err); // keep the server-rendered fallback
     return;
   }
-  addStyle();
   const theme = themeOf(el);
   const width = () => Math.max(200, el.clientWidth || 600);
   el.replaceChildren();
@@ -441,21 +440,6 @@ function render(el) {
       lastW = w;
       for (const { u } of chart.plots) u.setSize({ width: w, height: u.height });
     }).observe(el);
-}
-
-let styled = false;
-function addStyle() {
-  if (styled) return;
-  styled = true;
-  const style = document.createElement("style");
-  style.textContent =
-    ".kw-chart{position:relative;margin:.5rem 0 1rem}" +
-    ".kw-chart-tools{display:flex;justify-content:flex-end;gap:.25rem}" +
-    ".kw-chart-tools button{font:11px/1.6 system-ui,sans-serif;padding:0 .45rem;background:transparent;color:inherit;" +
-    "border:1px solid rgba(128,128,128,.5);border-radius:3px;cursor:pointer}" +
-    ".kw-strip .u-title{font-size:12px;font-weight:600;text-align:left;padding-left:50px}" +
-    ".kw-chart .u-legend{font-size:12px}";
-  document.head.append(style);
 }
 
 export function renderAll(root = document) {

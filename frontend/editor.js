@@ -40,8 +40,13 @@ const ideTheme = EditorView.theme({
   "&.cm-readonly .cm-cursor": { display: "none" },
 });
 
+// CodeMirror mounts its styles as a <style> element: the Content-Security-Policy admits it only with the
+// response's nonce, which templates/base.html puts in <meta name="csp-nonce">.
+const CSP_NONCE = document.querySelector('meta[name="csp-nonce"]')?.content || "";
+
 function basicSetup(language = "cuda") {
   return [
+    ...(CSP_NONCE ? [EditorView.cspNonce.of(CSP_NONCE)] : []),
     lineNumbers(),
     highlightActiveLineGutter(),
     highlightSpecialChars(),

@@ -10,8 +10,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from kernelweb import secrets_check
 from kernelweb.env import env_bool, env_float, env_int, env_list, env_str, env_url
 from kernelweb.queues import DEFAULT_QUEUE, GPU_QUEUE
 
@@ -25,16 +27,13 @@ if ENV not in ("development", "production"):
 PRODUCTION = ENV == "production"
 
 DEBUG = env_bool("DEBUG", not PRODUCTION)
+# --- secrets (production refuses placeholders and weak values: kernelweb/secrets_check.py) ---
 SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if PRODUCTION:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is required when KERNELWEB_ENV=production; generate one with "
-            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`"
-        )
-    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-0123456789abcdef"
-elif PRODUCTION and len(SECRET_KEY) < 50:
-    raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters in production")
+if PRODUCTION:
+    secrets_check.check_secret_key(SECRET_KEY)
+elif not SECRET_KEY:
+    SECRET_KEY = secrets_check.DEV_SECRET_KEY
+# --- end secrets ---
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.1", "[::1]", "testserver"])
 if PRODUCTION and not ALLOWED_HOSTS:
@@ -76,6 +75,41 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into apps.accounts.lockout's answer
 ]
+
+# --- Content-Security-Policy (django-csp; README: Content-Security-Policy, docs/security.md) ---
+# Strict: scripts and styles only from our own static files (no inline <script>, on* handlers or style=
+# attributes in templates; the front-end bundle keeps its CSS in static/css), plus the <style> element
+# CodeMirror mounts, admitted by a per-response nonce (templates/base.html). 'self' in connect-src covers
+# the same-origin ws:/wss: websockets (CSP level 3). data: images for the charts' PNG export.
+# CSP_REPORT_ONLY=1 sends the same policy as Content-Security-Policy-Report-Only (to trial a change).
+INSTALLED_APPS.append("csp")
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "csp.middleware.CSPMiddleware")
+_CSP = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, NONCE],  # the nonce only for the code editor's <style> (frontend/editor.js)
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],  # as X-Frame-Options: DENY
+    },
+}
+if env_bool("CSP_REPORT_ONLY", False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
+    CONTENT_SECURITY_POLICY = None
+else:
+    CONTENT_SECURITY_POLICY = _CSP
+# --- end Content-Security-Policy ---
+
+# --- database errors: a missing/unmigrated/corrupt database answers 503 saying what to do (kernelweb/dberrors.py) ---
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "kernelweb.dberrors.DatabaseErrorMiddleware")
+# --- end database errors ---
 
 ROOT_URLCONF = "kernelweb.urls"
 ASGI_APPLICATION = "kernelweb.asgi.application"
@@ -228,13 +262,17 @@ WORKER_DEAD_AFTER_BEATS = env_int("WORKER_DEAD_AFTER_BEATS", 3, minimum=2)
 # Secrets at rest (LLM endpoint API keys): Fernet keys, comma-separated, newest
 # first so keys can be rotated. Derived from SECRET_KEY when unset (development).
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")
-if PRODUCTION and not FIELD_ENCRYPTION_KEYS:
-    raise ImproperlyConfigured(
-        "FIELD_ENCRYPTION_KEYS is required in production; generate one with "
-        "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`"
-    )
+if PRODUCTION or FIELD_ENCRYPTION_KEYS:  # required in production; when set, every entry must be a Fernet key
+    secrets_check.check_field_encryption_keys(FIELD_ENCRYPTION_KEYS)
 
 TASKS_DIR = Path(env_str("TASKS_DIR", str(BASE_DIR / "tasks")))
+
+# --- LLM endpoint addresses (apps/llm/ssrf.py; README: Configuration) ---
+# Endpoints may not point at loopback, private, link-local (cloud metadata) or other non-public addresses,
+# when saved and again before each run; host names, IPs or networks (CIDR) listed here are exempt,
+# e.g. LLM_ENDPOINT_ALLOWED_HOSTS=localhost,10.0.5.0/24 for a model server on the local network.
+LLM_ENDPOINT_ALLOWED_HOSTS = env_list("LLM_ENDPOINT_ALLOWED_HOSTS")
+# --- end LLM endpoint addresses ---
 
 # LLM calls: per-call timeout, and an optional JSON price table (USD per 1M tokens) over the defaults.
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 180.0, minimum=1.0)

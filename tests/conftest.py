@@ -7,6 +7,18 @@ import pytest
 from testing.reachable import reachable
 
 REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+# The suite's LLM servers (testing/scripted_llm.py) listen on loopback: allow it, as a deployment with a local
+# model server would (kernelweb/settings.py reads this; tests/web/test_endpoint_ssrf.py tests the refusals).
+TEST_LLM_HOSTS = "127.0.0.1,localhost,::1"
+os.environ.setdefault("LLM_ENDPOINT_ALLOWED_HOSTS", TEST_LLM_HOSTS)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _allow_the_test_llm_servers():
+    """The same for this process, whose settings pytest-django loaded before this file set the variable."""
+    from django.conf import settings
+
+    settings.LLM_ENDPOINT_ALLOWED_HOSTS = [h for h in os.environ["LLM_ENDPOINT_ALLOWED_HOSTS"].split(",") if h]
 
 
 def _has_gpu() -> bool:

@@ -82,6 +82,12 @@ class MigrationCell:
         """The cell's colour: the accent blue, more opaque the larger the count (none for 0)."""
         return f"rgba(11, 107, 203, {0.1 + 0.75 * self.shade:.2f})" if self.count else "transparent"
 
+    @property
+    def shade_class(self) -> str:
+        """The same colour as a CSS class (static/css/experiments.css), in 11 steps: the Content-Security-Policy
+        allows no style= attributes."""
+        return f"shade-{round(10 * self.shade)}" if self.count else ""
+
 
 @dataclass(frozen=True)
 class MigrationRow:

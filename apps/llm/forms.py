@@ -3,6 +3,7 @@ import json
 from django import forms
 
 from apps.llm.models import LLMEndpoint
+from apps.llm.ssrf import UnsafeEndpoint, check_base_url
 
 
 class ModelNamesField(forms.CharField):
@@ -46,6 +47,15 @@ class EndpointForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if owner is not None and self.instance.pk is None:
             self.instance.owner = owner
+
+    def clean_base_url(self):
+        base_url = self.cleaned_data["base_url"]
+        try:
+            # A name that does not resolve yet is accepted: the worker checks again before every run.
+            check_base_url(base_url, unresolvable_ok=True)
+        except UnsafeEndpoint as exc:
+            raise forms.ValidationError(f"Refused: {exc}.") from None
+        return base_url
 
     def clean_name(self):
         name = self.cleaned_data["name"]

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 
+from apps.llm.ssrf import check_base_url
 from apps.runs.events import event_append
 from apps.runs.jobs import job_guard, job_start
 from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
@@ -143,6 +144,7 @@ def _client(run: Run) -> OpenAIChatClient:
     endpoint = run.endpoint
     if endpoint is None:
         raise ValueError("the run has no LLM endpoint; add one in the admin (LLM endpoints) and launch again")
+    check_base_url(endpoint.base_url)  # again here: DNS may have changed since it was saved (UnsafeEndpoint)
     prices = PriceTable.load(settings.LLM_PRICES_FILE or None)
     return OpenAIChatClient(endpoint.base_url, endpoint.get_api_key() or "none", run.model,
                             timeout_s=settings.LLM_TIMEOUT_SECONDS, prices=prices)

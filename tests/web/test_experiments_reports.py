@@ -74,6 +74,7 @@ def test_the_migration_matrix_is_shaded_by_each_cell_against_the_largest():
     assert [(c.count, c.shade) for c in latency.cells] == [(2, 1.0), (0, 0.0), (0, 0.0)] and latency.total == 2
     assert rows[2].cells[2].shade == 0.5
     assert latency.cells[0].background == "rgba(11, 107, 203, 0.85)" and latency.cells[1].background == "transparent"
+    assert latency.cells[0].shade_class == "shade-10" and latency.cells[1].shade_class == ""
 
 
 def test_a_comparison_draws_its_curves_over_the_tasks_every_experiment_covers():

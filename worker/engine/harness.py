@@ -12,11 +12,10 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from worker.engine import sandbox
 from worker.engine.results import CrashInfo, TimingStats
-from worker.formats.cuda.spec import TaskSpec
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -34,6 +33,14 @@ CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("no_kernel_image", ("no kernel image is available", "cudaErrorNoKernelImageForDevice")),
     ("invalid_argument", ("invalid argument", "cudaErrorInvalidValue")),
 )
+class HarnessSpec(Protocol):
+    """What harness_argv reads of a C/CUDA task's spec."""
+
+    constants: dict[str, float]
+
+    def tolerance(self, precision: str) -> Any: ...
+
+
 SIGNALS = {
     signal.SIGSEGV: "host_segfault",
     signal.SIGBUS: "host_bus_error",
@@ -65,7 +72,7 @@ def format_size(params: dict[str, float]) -> str:
 
 def harness_argv(
     exe: str,
-    spec: TaskSpec,
+    spec: HarnessSpec,
     precision: str,
     mode: str,
     impl: str,
@@ -189,7 +196,7 @@ def _first_line_with(text: str, needles: tuple[str, ...]) -> str:
 
 def run_harness(
     exe: str,
-    spec: TaskSpec,
+    spec: HarnessSpec,
     precision: str,
     mode: str,
     impl: str,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from worker.engine import sandbox
-from worker.engine.results import CrashInfo, TimingStats
+from worker.engine.results import CrashInfo
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -221,9 +221,3 @@ def run_harness(
 # The harness runs untrusted device code: cap its files (JSON + kernel printf) well below the default.
 HARNESS_LIMITS = sandbox.Limits(file_bytes=512 * 1024 * 1024, processes=4096, isolate_network=True)
 
-
-def timing_of(entry: dict[str, Any]) -> TimingStats | None:
-    timing = entry.get("timing")
-    if not isinstance(timing, dict) or "mean_ms" not in timing:
-        return None
-    return TimingStats.from_dict(timing)

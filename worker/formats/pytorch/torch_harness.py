@@ -396,21 +396,6 @@ def _timed(call, device: torch.device, iters: int, flush: torch.Tensor | None, d
     return events, host
 
 
-def _stats(samples: list[float], host: list[float]) -> dict[str, Any]:
-    mean = statistics.fmean(samples)
-    std = statistics.stdev(samples) if len(samples) > 1 else 0.0
-    return {
-        "samples": len(samples),
-        "mean_ms": mean,
-        "median_ms": statistics.median(samples),
-        "min_ms": min(samples),
-        "max_ms": max(samples),
-        "std_ms": std,
-        "cv": std / mean if mean > 0 else 0.0,
-        "host_mean_ms": statistics.fmean(host),
-    }
-
-
 def mode_time(args: argparse.Namespace) -> dict[str, Any]:
     task = Task(args)
     if args.impl == "candidate":
@@ -435,7 +420,8 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
         sync(task.device)
         checkpoint(f"timed calls ({args.impl})")
         events, host = _timed(call, task.device, args.iters, flush, device_sync=True)
-        result["timing"] = _stats(events, host)
+        # Raw per-call times: the worker turns them into statistics (worker.engine.timing, shared by all formats).
+        result["samples_ms"], result["host_ms"] = events, host
         if args.impl == "candidate" and task.device.type == "cuda":
             # The same calls timed on the current stream only; what a device-wide sync adds beyond its own
             # cost (calibrated on an empty call) is work the candidate left on other streams.
@@ -448,7 +434,7 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
             loose_mean = statistics.fmean(loose)
             result["unsynced_mean_ms"] = loose_mean
             result["sync_overhead_ms"] = overhead
-            result["stream_gap"] = max(result["timing"]["mean_ms"] - overhead, 0.0) / max(loose_mean, 1e-4)
+            result["stream_gap"] = max(statistics.fmean(events) - overhead, 0.0) / max(loose_mean, 1e-4)
     result["env"] = env_info(task.device)
     return result
 

@@ -30,7 +30,7 @@ Decisions (each also said where it is enforced):
 - The build also sees KW_ARCH (the worker's sm_XX) and the nvcc folder on PATH; the run sees
   runner.env plus KW_ATOL, KW_RTOL (correctness.tolerances), KW_SEED and KW_ARCH.
 - Anti-cheat rules of ours beside the task's patterns (Appendix D's "global rules"), see check_solution.
-- Phases carry worker/formats/cuda/evaluation.py's names, so GPU-time accounting needs no special case: compile (every
+- Phases carry the C/CUDA format's names, so GPU-time accounting needs no special case: compile (every
   make), check (the candidate's one run: validation and timing together), time_baseline (the shipped
   solution's run), lock_wait, total. Evaluation.seeds and iters are 1: the harness owns its repetitions.
 - No Nsight Compute profile (options.profile is not used): the harness's kernels are not ours to name.

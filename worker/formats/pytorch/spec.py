@@ -27,7 +27,7 @@ _RULE_KEYS = ("forbid_torch_compute",)
 @dataclass(frozen=True)
 class PyTorchTaskSpec:
     """A KernelBench task: one PyTorch `Model` at one fixed set of shapes (so one size, complexity 1,
-    and P equals the speedup). Offers the members every backend's spec has (see worker.formats.cuda.spec.TaskSpec)."""
+    and P equals the speedup). Offers the members every backend's spec has (the C/CUDA TaskSpec's)."""
 
     backend: ClassVar[str] = "pytorch"
     name: str

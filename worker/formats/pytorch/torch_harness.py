@@ -14,7 +14,8 @@ Modes (after KernelBench §3.3 / Appendix B.1 and DESIGN §4):
             the candidate on another clone, device synchronized, outputs compared, inputs unchanged
   time      warm-up, then timed calls, L2 flushed before each, CUDA events with a device-wide
             synchronize before the end event (work on any stream is covered); the candidate is also timed
-            without that synchronize once, to report how much work escapes the current stream
+            without that synchronize once, to report how much work escapes the current stream; it reports
+            the raw per-call times (samples_ms, host_ms): the worker computes the statistics
   profile   one candidate call inside an NVTX range, bracketed by cudaProfilerStart/Stop, for ncu
   validate  the reference alone: deterministic under a seed, finite outputs; saves trial 0's outputs
   validate_cpu  the reference in float64 on the CPU against the saved device outputs

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from worker.engine import sandbox
 from worker.engine.results import CrashInfo
+from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -79,10 +80,10 @@ def harness_argv(
     sizes: list[dict[str, float]],
     out: str,
     *,
-    seeds: int = 3,
-    seed_base: int = 20251122,
-    warmup: int = 3,
-    iters: int = 50,
+    seeds: int = SEEDS,
+    seed_base: int = SEED_BASE,
+    warmup: int = WARMUP,
+    iters: int = ITERS,
 ) -> list[str]:
     argv = [exe, "--mode", mode, "--impl", impl]
     for size in sizes:

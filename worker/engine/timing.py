@@ -9,27 +9,35 @@ program prints its own times), but what a time means and how one is kept are dec
   (raw samples, or statistics the C/CUDA harness computed the same way).
 - `TimingCache` is one cached measurement: its file is named by the parts that determine the time (task,
   precision, GPU model, toolchain, sources, warm-up and timed calls, seeds...), hashed, under
-  `timing_cache_dir`; it is written atomically and an unreadable entry is measured again.
+  `timing_cache_dir` (KW_TIMING_CACHE); written atomically, an unreadable entry is measured again.
+- The protocol's defaults (WARMUP, ITERS, SEEDS, SEED_BASE) are EvalOptions' and the C/CUDA harness's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from worker.engine.context import EvalOptions, timing_cache_dir, write_json_atomic
 from worker.engine.results import TimingStats
+
+if TYPE_CHECKING:
+    from worker.engine.context import EvalOptions
 
 T = TypeVar("T")
 
-# The timing protocol's defaults (EvalOptions.warmup / .iters): untimed warm-up calls, then timed calls.
-WARMUP = EvalOptions.warmup
-ITERS = EvalOptions.iters
+# The protocol's defaults (EvalOptions and the C/CUDA harness's command line take them from here): untimed
+# warm-up calls, then timed calls; correctness seeds and the first seed.
+WARMUP = 3
+ITERS = 50
+SEEDS = 3
+SEED_BASE = 20251122
 
 
 def stats_from_samples(samples: Sequence[float], host: Sequence[float] | None = None) -> TimingStats:
@@ -104,3 +112,25 @@ class TimingCache:
         entry = dict(data)
         entry.setdefault("measured_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         write_json_atomic(self.path, entry, indent=self.indent)
+
+
+def timing_cache_dir(options: EvalOptions) -> Path:
+    """Where baseline timings are cached (per task, GPU, toolchain...; each engine names its files)."""
+    return Path(
+        options.timing_cache
+        or os.environ.get("KW_TIMING_CACHE")
+        or Path.home() / ".cache" / "kernelweb" / "baseline-times"
+    )
+
+
+def write_json_atomic(path: Path, data: Any, indent: int | None = 1) -> None:
+    """Write JSON so that a reader sees the old file or the whole new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=indent)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -4,7 +4,6 @@ The package: spec.py (the spec's dataclasses), schema.py (load_make_spec: readin
 static_checks.py (the anti-cheat rules), output.py (validation and times from the program's output),
 evaluation.py (the make runner and the entry points).
 
-
 A task folder `tasks/<suite>/<name>/` holds `task.yaml`, a Makefile, a test harness that carries the
 expert reference, and the naive solution file the agents rewrite. The runner follows the paper's
 Figure 4: check the GPU requirement, refuse a solution that breaks the anti-cheat rules, copy the

@@ -31,7 +31,7 @@ PROFILE_NOTE = "profile skipped: ncu is not wired for pytorch tasks yet (torch_h
 STREAM_GAP_REVIEW = 1.5  # synchronized time / current-stream time above this: work escaped the timed stream
 # An import that failed only because the build hides the GPU: the check imports it again under the lock.
 NO_DEVICE_TEXT = ("no cuda gpus are available", "found no nvidia driver", "cuda driver initialization failed",
-                   "no kernel image", "cudaerrornodevice", "invalid device ordinal")
+                  "no kernel image", "cudaerrornodevice", "invalid device ordinal")
 
 
 def torch_version() -> str:

@@ -20,8 +20,6 @@ from worker.engine.static import (
 )
 from worker.formats.pytorch.spec import PyTorchTaskSpec
 
-#
-
 # Imports refused outright, by the rule they break. Threads and processes run work the timing cannot see.
 THREAD_MODULES = ("threading", "_thread", "multiprocessing", "concurrent", "asyncio")
 # Timing, introspection, process and file access: ways to fake a result or reach the harness in-process.

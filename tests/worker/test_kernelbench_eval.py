@@ -18,15 +18,10 @@ from tests.worker.conftest import CPU_STAND_IN
 from worker.engine import toolchain as tc
 from worker.engine.results import Evaluation, Verdict
 from worker.formats.cuda.evaluation import EvalOptions
-from worker.formats.pytorch.kernelbench import (
-    candidate_build_key,
-    evaluate_pytorch,
-    evaluate_pytorch_baseline,
-    extension_cache_root,
-    load_pytorch_spec,
-    validate_pytorch,
-    write_pytorch_task,
-)
+from worker.formats.pytorch.evaluation import evaluate_pytorch, evaluate_pytorch_baseline, validate_pytorch
+from worker.formats.pytorch.runner import candidate_build_key, extension_cache_root
+from worker.formats.pytorch.spec import load_pytorch_spec
+from worker.formats.pytorch.task_writer import write_pytorch_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
 CANDIDATES = FIXTURES / "candidates"

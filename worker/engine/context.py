@@ -9,8 +9,6 @@ format (worker.formats.cuda), the KernelBench format (worker.formats.pytorch) an
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import tempfile
 import time
@@ -24,17 +22,20 @@ from worker.engine import ncu
 from worker.engine import toolchain as tc
 from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 from worker.engine.results import Evaluation, Verdict
-from worker.formats.cuda.build import HARNESS_DIR
+from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP
 
 Progress = Callable[[str], None]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HARNESS_DIR = REPO_ROOT / "tasks" / "_harness"  # the C/CUDA harness header (kw_harness.cuh)
 
 
 @dataclass(frozen=True)
 class EvalOptions:
-    seeds: int = 3
-    seed_base: int = 20251122
-    warmup: int = 3
-    iters: int = 50
+    seeds: int = SEEDS
+    seed_base: int = SEED_BASE
+    warmup: int = WARMUP
+    iters: int = ITERS
     profile: str = "none"  # filtered | full | none
     thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)
     use_baseline_cache: bool = True
@@ -128,25 +129,3 @@ def guarded(ctx: EvalContext, kind: str, steps: Callable[[], Evaluation]) -> Eva
         return ctx.base(verdict=Verdict.TIMEOUT, kind=kind, reason=f"the GPU stayed busy: {exc}")
     finally:
         ctx.cleanup()
-
-
-def timing_cache_dir(options: EvalOptions) -> Path:
-    """Where baseline timings are cached (per task, GPU, toolchain...; each engine names its files)."""
-    return Path(
-        options.timing_cache
-        or os.environ.get("KW_TIMING_CACHE")
-        or Path.home() / ".cache" / "kernelweb" / "baseline-times"
-    )
-
-
-def write_json_atomic(path: Path, data: Any, indent: int | None = 1) -> None:
-    """Write JSON so that a reader sees the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=indent)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -12,11 +12,11 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from worker.engine import sandbox
-from worker.engine.results import CrashInfo, TimingStats
-from worker.formats.cuda.spec import TaskSpec
+from worker.engine.results import CrashInfo
+from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -34,6 +34,14 @@ CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("no_kernel_image", ("no kernel image is available", "cudaErrorNoKernelImageForDevice")),
     ("invalid_argument", ("invalid argument", "cudaErrorInvalidValue")),
 )
+class HarnessSpec(Protocol):
+    """What harness_argv reads of a C/CUDA task's spec."""
+
+    constants: dict[str, float]
+
+    def tolerance(self, precision: str) -> Any: ...
+
+
 SIGNALS = {
     signal.SIGSEGV: "host_segfault",
     signal.SIGBUS: "host_bus_error",
@@ -65,17 +73,17 @@ def format_size(params: dict[str, float]) -> str:
 
 def harness_argv(
     exe: str,
-    spec: TaskSpec,
+    spec: HarnessSpec,
     precision: str,
     mode: str,
     impl: str,
     sizes: list[dict[str, float]],
     out: str,
     *,
-    seeds: int = 3,
-    seed_base: int = 20251122,
-    warmup: int = 3,
-    iters: int = 50,
+    seeds: int = SEEDS,
+    seed_base: int = SEED_BASE,
+    warmup: int = WARMUP,
+    iters: int = ITERS,
 ) -> list[str]:
     argv = [exe, "--mode", mode, "--impl", impl]
     for size in sizes:
@@ -189,7 +197,7 @@ def _first_line_with(text: str, needles: tuple[str, ...]) -> str:
 
 def run_harness(
     exe: str,
-    spec: TaskSpec,
+    spec: HarnessSpec,
     precision: str,
     mode: str,
     impl: str,
@@ -214,9 +222,3 @@ def run_harness(
 # The harness runs untrusted device code: cap its files (JSON + kernel printf) well below the default.
 HARNESS_LIMITS = sandbox.Limits(file_bytes=512 * 1024 * 1024, processes=4096, isolate_network=True)
 
-
-def timing_of(entry: dict[str, Any]) -> TimingStats | None:
-    timing = entry.get("timing")
-    if not isinstance(timing, dict) or "mean_ms" not in timing:
-        return None
-    return TimingStats.from_dict(timing)

@@ -11,19 +11,18 @@ Every outcome is an `Evaluation`; nothing here raises for a bad candidate.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from worker.engine import ncu
 from worker.engine import toolchain as tc
-from worker.engine.context import EvalContext, EvalOptions, Progress, guarded, timing_cache_dir, write_json_atomic
-from worker.engine.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness, timing_of
+from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
+from worker.engine.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
+from worker.engine.timing import TimingCache, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
 from worker.formats.cuda.spec import TaskSpec
 from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
@@ -277,7 +276,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         run = ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s)
     if not run.ok:
         return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
-    cand = _timings(run.data)
+    cand = timings_by_size(run.data)
     sizes = [replace(s, baseline=baseline.get(s.index), candidate=cand.get(s.index)) for s in sizes]
     scored = score_sizes(sizes)
 
@@ -369,15 +368,6 @@ def _mismatch_reason(size: SizeResult) -> str:
     return f"at {size.label}: {m.get('error') or 'output out of tolerance'}"
 
 
-def _timings(data: dict[str, Any] | None) -> dict[int, TimingStats]:
-    out = {}
-    for i, entry in enumerate((data or {}).get("sizes", [])):
-        stats = timing_of(entry)
-        if stats is not None:
-            out[int(entry.get("index", i))] = stats
-    return out
-
-
 def _crashed(
     ctx: _Context,
     run: HarnessRun,
@@ -445,7 +435,9 @@ def _memcheck(ctx: _Context, impl: str, size_index: int | None) -> str:
 # ---------------------------------------------------------------- baseline timing cache
 
 
-def baseline_cache_key(ctx: _Context) -> str:
+def baseline_cache(ctx: _Context) -> TimingCache:
+    """The baseline's cached times: keyed by the task, precision, GPU model, harness, sources, sizes,
+    constants, the timing protocol and nvcc."""
     spec, o = ctx.spec, ctx.options
     parts = {
         "task": spec.name,
@@ -462,21 +454,21 @@ def baseline_cache_key(ctx: _Context) -> str:
         "seed_base": o.seed_base,
         "nvcc": ctx.chain.nvcc_version,
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+    return TimingCache(o, f"{spec.name}-{ctx.precision}", parts)
 
 
 def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation, bool]:
     o = ctx.options
-    path = timing_cache_dir(o) / f"{ctx.spec.name}-{ctx.precision}-{baseline_cache_key(ctx)}.json"
-    if o.use_baseline_cache and path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            times = {int(k): TimingStats.from_dict(v) for k, v in data["timings"].items()}
-            if len(times) == len(ctx.spec.sizes):
-                ctx.progress(f"{ctx.spec.name}/{ctx.precision}: baseline times from cache")
-                return times, True
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # unreadable cache entry: time again
+    cache = baseline_cache(ctx)
+
+    def decode(data: dict[str, Any]) -> dict[int, TimingStats] | None:
+        times = {int(k): TimingStats.from_dict(v) for k, v in data["timings"].items()}
+        return times if len(times) == len(ctx.spec.sizes) else None
+
+    cached = cache.load(decode)
+    if cached is not None:
+        ctx.progress(f"{ctx.spec.name}/{ctx.precision}: baseline times from cache")
+        return cached, True
     ctx.progress(
         f"{ctx.spec.name}/{ctx.precision}: time baseline ({o.warmup} warm-up + {o.iters} timed calls)"
     )
@@ -487,13 +479,12 @@ def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation,
         return replace(
             crashed, reason="the baseline failed while timing (a task problem): " + crashed.reason
         ), False
-    times = _timings(run.data)
+    times = timings_by_size(run.data)
     if len(times) == len(ctx.spec.sizes):
-        write_json_atomic(path, {
+        cache.store({
             "task": ctx.spec.name,
             "precision": ctx.precision,
             "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "timings": {str(k): v.to_dict() for k, v in times.items()},
         })
     return times, False

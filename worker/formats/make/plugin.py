@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from worker.engine.formats import TaskFormat
-from worker.formats.make.taskyaml import evaluate_make, evaluate_make_baseline, load_make_spec, validate_make
+from worker.formats.make.evaluation import evaluate_make, evaluate_make_baseline, validate_make
+from worker.formats.make.schema import load_make_spec
 
 
 def _declares(path: Path) -> bool:

@@ -7,12 +7,8 @@ from pathlib import Path
 
 from worker.engine.formats import TaskFormat
 from worker.engine.taskspec import read_toml
-from worker.formats.pytorch.kernelbench import (
-    evaluate_pytorch,
-    evaluate_pytorch_baseline,
-    load_pytorch_spec,
-    validate_pytorch,
-)
+from worker.formats.pytorch.evaluation import evaluate_pytorch, evaluate_pytorch_baseline, validate_pytorch
+from worker.formats.pytorch.spec import load_pytorch_spec
 
 
 def _declares(path: Path) -> bool:

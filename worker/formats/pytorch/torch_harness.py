@@ -14,7 +14,8 @@ Modes (after KernelBench §3.3 / Appendix B.1 and DESIGN §4):
             the candidate on another clone, device synchronized, outputs compared, inputs unchanged
   time      warm-up, then timed calls, L2 flushed before each, CUDA events with a device-wide
             synchronize before the end event (work on any stream is covered); the candidate is also timed
-            without that synchronize once, to report how much work escapes the current stream
+            without that synchronize once, to report how much work escapes the current stream; it reports
+            the raw per-call times (samples_ms, host_ms): the worker computes the statistics
   profile   one candidate call inside an NVTX range, bracketed by cudaProfilerStart/Stop, for ncu
   validate  the reference alone: deterministic under a seed, finite outputs; saves trial 0's outputs
   validate_cpu  the reference in float64 on the CPU against the saved device outputs
@@ -396,21 +397,6 @@ def _timed(call, device: torch.device, iters: int, flush: torch.Tensor | None, d
     return events, host
 
 
-def _stats(samples: list[float], host: list[float]) -> dict[str, Any]:
-    mean = statistics.fmean(samples)
-    std = statistics.stdev(samples) if len(samples) > 1 else 0.0
-    return {
-        "samples": len(samples),
-        "mean_ms": mean,
-        "median_ms": statistics.median(samples),
-        "min_ms": min(samples),
-        "max_ms": max(samples),
-        "std_ms": std,
-        "cv": std / mean if mean > 0 else 0.0,
-        "host_mean_ms": statistics.fmean(host),
-    }
-
-
 def mode_time(args: argparse.Namespace) -> dict[str, Any]:
     task = Task(args)
     if args.impl == "candidate":
@@ -435,7 +421,8 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
         sync(task.device)
         checkpoint(f"timed calls ({args.impl})")
         events, host = _timed(call, task.device, args.iters, flush, device_sync=True)
-        result["timing"] = _stats(events, host)
+        # Raw per-call times: the worker turns them into statistics (worker.engine.timing, shared by all formats).
+        result["samples_ms"], result["host_ms"] = events, host
         if args.impl == "candidate" and task.device.type == "cuda":
             # The same calls timed on the current stream only; what a device-wide sync adds beyond its own
             # cost (calibrated on an empty call) is work the candidate left on other streams.
@@ -448,7 +435,7 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
             loose_mean = statistics.fmean(loose)
             result["unsynced_mean_ms"] = loose_mean
             result["sync_overhead_ms"] = overhead
-            result["stream_gap"] = max(result["timing"]["mean_ms"] - overhead, 0.0) / max(loose_mean, 1e-4)
+            result["stream_gap"] = max(statistics.fmean(events) - overhead, 0.0) / max(loose_mean, 1e-4)
     result["env"] = env_info(task.device)
     return result
 

@@ -1,0 +1,52 @@
+"""The shared timing protocol (worker/engine/timing.py): statistics and the cache of reference times."""
+
+import json
+import statistics
+
+from worker.engine.context import EvalOptions
+from worker.engine.results import TimingStats
+from worker.engine.timing import TimingCache, cache_key, stats_from_samples, timing_of, timings_by_size
+
+
+def test_statistics_of_samples():
+    samples, host = [1.0, 2.0, 3.0, 6.0], [1.5, 2.5, 3.5, 6.5]
+    stats = stats_from_samples(samples, host)
+    std = statistics.stdev(samples)
+    assert stats == TimingStats(4, 3.0, 2.5, 1.0, 6.0, std, std / 3.0, 3.5)
+
+
+def test_one_sample_has_no_spread():
+    assert stats_from_samples([2.5]) == TimingStats(1, 2.5, 2.5, 2.5, 2.5, 0.0, 0.0)
+
+
+def test_a_child_result_gives_samples_or_statistics():
+    assert timing_of({"samples_ms": [1.0, 3.0], "host_ms": [2.0, 4.0]}) == stats_from_samples([1.0, 3.0], [2.0, 4.0])
+    given = {"samples": 2, "mean_ms": 2.0, "median_ms": 2.0, "min_ms": 1.0, "max_ms": 3.0, "std_ms": 1.4, "cv": 0.7,
+             "samples_list_is_ignored": [1]}
+    assert timing_of({"timing": given}) == TimingStats(2, 2.0, 2.0, 1.0, 3.0, 1.4, 0.7)
+    assert timing_of({"timing": None}) is None and timing_of({}) is None
+    sizes = {"sizes": [{"index": 1, "timing": given}, {"index": 0}]}
+    assert timings_by_size(sizes) == {1: TimingStats(2, 2.0, 2.0, 1.0, 3.0, 1.4, 0.7)}
+
+
+def test_the_cache_round_trips_and_refuses_what_does_not_decode(tmp_path):
+    options = EvalOptions(timing_cache=str(tmp_path))
+    parts = {"task": "t", "gpu": "G", "iters": 50}
+    cache = TimingCache(options, "t-fp32", parts)
+    assert cache.path == tmp_path / f"t-fp32-{cache_key(parts)}.json"
+    assert cache.load(lambda d: d["x"]) is None  # nothing yet
+    cache.store({"x": 1})
+    stored = json.loads(cache.path.read_text(encoding="utf-8"))
+    assert stored["x"] == 1 and "measured_at" in stored
+    assert cache.load(lambda d: d["x"]) == 1
+    assert cache.load(lambda d: d["missing"]) is None  # a malformed entry is measured again
+    cache.path.write_text("{not json", encoding="utf-8")
+    assert cache.load(lambda d: d["x"]) is None
+    off = TimingCache(EvalOptions(timing_cache=str(tmp_path), use_baseline_cache=False), "t-fp32", parts)
+    off.store({"x": 2})
+    assert off.load(lambda d: d["x"]) is None
+
+
+def test_the_key_depends_on_every_part_but_not_their_order():
+    assert cache_key({"a": 1, "b": 2}) == cache_key({"b": 2, "a": 1})
+    assert cache_key({"a": 1, "b": 2}) != cache_key({"a": 1, "b": 3})

@@ -1,0 +1,136 @@
+"""The timing protocol every format shares: raw samples or a child's JSON to `TimingStats`, and the cache of
+reference times (the baseline, the eager Model, torch.compile, a task's shipped solution).
+
+Formats measure differently (the C/CUDA harness and torch_harness.py time with CUDA events, a make task's
+program prints its own times), but what a time means and how one is kept are decided here once:
+
+- `stats_from_samples` turns per-call milliseconds into `TimingStats` (mean, median, min, max, sample
+  standard deviation, CV = std / mean); `timing_of` reads a child's JSON
+  (raw samples, or statistics the C/CUDA harness computed the same way).
+- `TimingCache` is one cached measurement: its file is named by the parts that determine the time (task,
+  precision, GPU model, toolchain, sources, warm-up and timed calls, seeds...), hashed, under
+  `timing_cache_dir` (KW_TIMING_CACHE); written atomically, an unreadable entry is measured again.
+- The protocol's defaults (WARMUP, ITERS, SEEDS, SEED_BASE) are EvalOptions' and the C/CUDA harness's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from worker.engine.results import TimingStats
+
+if TYPE_CHECKING:
+    from worker.engine.context import EvalOptions
+
+T = TypeVar("T")
+
+# The protocol's defaults (EvalOptions and the C/CUDA harness's command line take them from here): untimed
+# warm-up calls, then timed calls; correctness seeds and the first seed.
+WARMUP = 3
+ITERS = 50
+SEEDS = 3
+SEED_BASE = 20251122
+
+
+def stats_from_samples(samples: Sequence[float], host: Sequence[float] | None = None) -> TimingStats:
+    """Per-call times in ms (and, optionally, the host's wall time of the same calls) as TimingStats."""
+    mean = statistics.fmean(samples)
+    std = statistics.stdev(samples) if len(samples) > 1 else 0.0
+    return TimingStats(
+        samples=len(samples),
+        mean_ms=mean,
+        median_ms=statistics.median(samples),
+        min_ms=min(samples),
+        max_ms=max(samples),
+        std_ms=std,
+        cv=std / mean if mean > 0 else 0.0,
+        host_mean_ms=statistics.fmean(host) if host else None,
+    )
+
+
+def timing_of(entry: dict[str, Any]) -> TimingStats | None:
+    """The timing in a child's result (or one size of it), when it holds one: raw per-call times
+    (`samples_ms`, optionally `host_ms`) or statistics the child computed (a `timing` object)."""
+    samples = entry.get("samples_ms")
+    if isinstance(samples, list) and samples:
+        host = entry.get("host_ms")
+        return stats_from_samples(samples, host if isinstance(host, list) else None)
+    timing = entry.get("timing")
+    if not isinstance(timing, dict) or "mean_ms" not in timing:
+        return None
+    return TimingStats.from_dict(timing)
+
+
+def timings_by_size(data: dict[str, Any] | None) -> dict[int, TimingStats]:
+    """Size index -> TimingStats from a child's `sizes` list (entries without a timing are left out)."""
+    out = {}
+    for i, entry in enumerate((data or {}).get("sizes", [])):
+        stats = timing_of(entry)
+        if stats is not None:
+            out[int(entry.get("index", i))] = stats
+    return out
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    """A hash of everything that determines a time: a change to any part is a different entry."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class TimingCache:
+    """One cached measurement: `<timing_cache_dir>/<prefix>-<cache_key(parts)>.json`."""
+
+    def __init__(self, options: EvalOptions, prefix: str, parts: dict[str, Any], *, indent: int | None = 1):
+        self.enabled = options.use_baseline_cache
+        self.key = cache_key(parts)
+        self.path = timing_cache_dir(options) / f"{prefix}-{self.key}.json"
+        self.indent = indent
+
+    def load(self, decode: Callable[[dict[str, Any]], T | None]) -> T | None:
+        """`decode` of the cached entry; None when caching is off, there is no entry, or it does not decode
+        (a malformed entry is measured again, never an error)."""
+        if not self.enabled or not self.path.is_file():
+            return None
+        try:
+            return decode(json.loads(self.path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def store(self, data: dict[str, Any]) -> None:
+        """Write the entry atomically, stamped with when it was measured."""
+        entry = dict(data)
+        entry.setdefault("measured_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        write_json_atomic(self.path, entry, indent=self.indent)
+
+
+def timing_cache_dir(options: EvalOptions) -> Path:
+    """Where baseline timings are cached (per task, GPU, toolchain...; each engine names its files)."""
+    return Path(
+        options.timing_cache
+        or os.environ.get("KW_TIMING_CACHE")
+        or Path.home() / ".cache" / "kernelweb" / "baseline-times"
+    )
+
+
+def write_json_atomic(path: Path, data: Any, indent: int | None = 1) -> None:
+    """Write JSON so that a reader sees the old file or the whole new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=indent)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

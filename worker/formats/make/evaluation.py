@@ -1,0 +1,372 @@
+"""The make runner (see worker.formats.make.spec for its decisions): build, run, validate and time a
+task.yaml solution against the shipped one (cached), and the entry points."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from worker.engine import sandbox
+from worker.engine import toolchain as tc
+from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
+from worker.engine.harness import HARNESS_LIMITS, classify_crash
+from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
+from worker.engine.scoring import geometric_mean, score_sizes
+from worker.engine.timing import TimingCache, stats_from_samples
+from worker.formats.make.output import matches_success, parse_times, quote_output, times_problem
+from worker.formats.make.spec import BUILD_DIRS, MakeTaskSpec, is_build_output
+from worker.formats.make.static_checks import check_solution
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One build + run of a solution file in its own workspace."""
+
+    compile: CompileResult
+    result: sandbox.SandboxResult | None = None  # None: the build failed (or compile_only)
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """The shipped solution's cases (kernel ms, reference ms), and how they were obtained."""
+
+    cases: tuple[tuple[float, float | None], ...]
+    cached: bool
+    compile: CompileResult | None = None
+
+
+class _Context(EvalContext):
+    """A task.yaml evaluation: the harness owns its repetitions, so one seed and one iteration are reported."""
+
+    scratch_prefix = "kw-make"
+
+    def evaluation_fields(self) -> dict[str, Any]:
+        return {"seeds": 1, "iters": 1, "toolchain": self.chain.describe()}
+
+    def gpu_problem(self) -> str:
+        gpu, need = self.chain.gpu, self.spec.hardware.min_sm
+        if gpu is None:
+            return f"this task needs a GPU and none is present ({self.chain.gpu_reason})"
+        have = _sm_of(gpu.compute_capability)
+        if have is not None and have < need:
+            return f"needs sm_{need} or newer; this worker's {gpu.name} is sm_{have}"
+        return ""
+
+    def build_env(self) -> dict[str, str]:
+        env = dict(self.spec.runner.env, KW_ARCH=self.chain.arch)
+        if self.chain.nvcc:
+            # Makefiles call plain `nvcc`; the worker may have found it outside PATH.
+            path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+            env["PATH"] = f"{Path(self.chain.nvcc).parent}{os.pathsep}{path}"
+        return env
+
+    def run_env(self) -> dict[str, str]:
+        tol = self.spec.tolerance(self.precision)
+        return dict(self.spec.runner.env, KW_ATOL=repr(tol.atol), KW_RTOL=repr(tol.rtol),
+                    KW_SEED=str(self.options.seed_base), KW_ARCH=self.chain.arch)
+
+
+def _sm_of(capability: str) -> int | None:
+    m = re.fullmatch(r"(\d+)\.(\d+)", capability.strip())
+    return int(m.group(1)) * 10 + int(m.group(2)) if m else None
+
+
+def evaluate_make(
+    spec: MakeTaskSpec,
+    precision: str,
+    candidate_source: str,
+    flags: str | None = None,
+    options: EvalOptions | None = None,
+    *,
+    compile_only: bool = False,
+    chain: tc.Toolchain | None = None,
+    work_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """Check, build, run and score a candidate solution file. `flags` are not used: the Makefile owns them."""
+    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+    return guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
+
+
+def evaluate_make_baseline(
+    spec: MakeTaskSpec,
+    precision: str,
+    options: EvalOptions | None = None,
+    *,
+    chain: tc.Toolchain | None = None,
+    work_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """Round 0: the shipped solution file, built, validated and timed (cached) alone (kind='baseline').
+    Its expert_speedup is the reference's time over the shipped solution's: how far the start is."""
+    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+    return guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx, fresh=False))
+
+
+def validate_make(
+    spec: MakeTaskSpec,
+    precision: str,
+    options: EvalOptions | None = None,
+    *,
+    chain: tc.Toolchain | None = None,
+    work_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """The task itself is sound on this GPU (kind='validate'): the shipped solution keeps the anti-cheat
+    rules, builds, passes its own validator, and its times parse. Refreshes the baseline timing cache."""
+    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+
+    def steps() -> Evaluation:
+        report = check_solution(spec.baseline_source(precision).read_text(encoding="utf-8", errors="replace"), spec)
+        if not report.ok:
+            msgs = report.messages()
+            return ctx.base(verdict=Verdict.REJECTED, kind="validate", static_violations=msgs,
+                            reason=f"the shipped {spec.runner.solution_file} breaks the task's own rules (a task "
+                                   f"problem): {msgs[0]}")
+        return replace(_evaluate_baseline(ctx, fresh=True), kind="validate")
+
+    return guarded(ctx, "validate", steps)
+
+
+def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool) -> Evaluation:
+    spec = ctx.spec
+    notes = (f"compile flags come from the task's Makefile; the proposed {flags.strip()!r} were not used",) \
+        if flags and flags.strip() else ()
+    if not compile_only:
+        problem = ctx.gpu_problem()
+        if problem:
+            return ctx.base(verdict=Verdict.NO_GPU, reason=problem, notes=notes)
+    report = check_solution(source, spec)
+    if not report.ok:
+        msgs = report.messages()
+        return ctx.base(verdict=Verdict.REJECTED, static_violations=msgs, notes=notes,
+                        reason=msgs[0] + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""))
+
+    run = _build_and_run(ctx, "candidate", source, run=not compile_only)
+    if isinstance(run, Evaluation):
+        return replace(run, notes=notes)
+    if compile_only:
+        where = "" if ctx.chain.gpu else f"; no GPU is present ({ctx.chain.gpu_reason}), so nothing was run"
+        return ctx.base(verdict=Verdict.OK, kind="compile_only", compile=run.compile, notes=notes,
+                        reason=f"built with `{spec.build.cmd}` for {ctx.chain.arch}{where}")
+    assert run.result is not None
+    failed = _judge(ctx, run.result, "candidate", run.compile)
+    if failed is not None:
+        return replace(failed, notes=notes)
+    if not spec.performance.enabled:
+        return ctx.base(verdict=Verdict.OK, compile=run.compile, notes=notes,
+                        reason="passed the task's validator (this task measures no performance)")
+
+    # The shipped solution first: when its output does not parse either, the harness is at fault.
+    baseline = _baseline_times(ctx, fresh=False)
+    if isinstance(baseline, Evaluation):
+        # The candidate passed the validator; the task is broken. Keep the candidate's compile, blame the task.
+        crash = baseline.crash or CrashInfo("harness_error", baseline.reason)
+        return ctx.base(verdict=Verdict.RUNTIME_ERROR, compile=run.compile, notes=notes,
+                        crash=replace(crash, kind="harness_error"), reason=baseline.reason)
+    times = parse_times(run.result.stdout, spec)
+    problem = times_problem(times, spec)
+    if problem:
+        return ctx.base(verdict=Verdict.INCORRECT, compile=run.compile, notes=notes,
+                        reason=f"the run passed its validator but its times do not parse: {problem}; output: "
+                               f"{quote_output(run.result.stdout)}")
+    if len(baseline.cases) != len(times):
+        return ctx.base(verdict=Verdict.INCORRECT, compile=run.compile, notes=notes,
+                        reason=f"the run printed {len(times)} kernel time(s); the shipped solution's prints "
+                               f"{len(baseline.cases)}: the harness did not run every case")
+    sizes = [
+        SizeResult(index=i, params={"case": i + 1}, complexity=1.0, correct=True, baseline=stats_from_samples([b]),
+                   candidate=stats_from_samples([k]), reference=stats_from_samples([r]) if r is not None else None)
+        for i, ((k, r), (b, _)) in enumerate(zip(times, baseline.cases, strict=True))
+    ]
+    scored = score_sizes(sizes)
+    return ctx.base(
+        verdict=Verdict.OK,
+        reason=f"passed the task's validator; {len(sizes)} case(s) timed",
+        sizes=scored.sizes, score=scored.score, geomean_speedup=scored.geomean, expert_speedup=scored.expert,
+        flags=scored.flags, notes=notes, compile=run.compile, baseline_cached=baseline.cached,
+    )
+
+
+def _evaluate_baseline(ctx: _Context, fresh: bool) -> Evaluation:
+    spec = ctx.spec
+    problem = ctx.gpu_problem()
+    if problem:
+        return ctx.base(verdict=Verdict.NO_GPU, kind="baseline", reason=problem)
+    if not spec.performance.enabled:
+        run = _build_and_run(ctx, "baseline", _shipped(spec))
+        if isinstance(run, Evaluation):
+            return _blame_task(run, "baseline")
+        assert run.result is not None
+        failed = _judge(ctx, run.result, "baseline", run.compile)
+        if failed is not None:
+            return _blame_task(failed, "baseline")
+        return ctx.base(verdict=Verdict.OK, kind="baseline", compile=run.compile,
+                        reason="the shipped solution passes its validator (this task measures no performance)")
+    timed = _baseline_times(ctx, fresh)
+    if isinstance(timed, Evaluation):
+        return replace(timed, kind="baseline")
+    scored = score_sizes([  # flags only: a baseline has no candidate to compare
+        SizeResult(index=i, params={"case": i + 1}, complexity=1.0, correct=True, baseline=stats_from_samples([b]),
+                   reference=stats_from_samples([r]) if r is not None else None)
+        for i, (b, r) in enumerate(timed.cases)
+    ])
+    sizes = [replace(s, reference_speedup=s.reference.mean_ms / s.baseline.mean_ms)
+             if s.reference is not None and s.baseline is not None and s.baseline.mean_ms > 0 else s
+             for s in scored.sizes]
+    ratios = [s.reference_speedup for s in sizes if s.reference_speedup]
+    return ctx.base(
+        verdict=Verdict.OK, kind="baseline", sizes=tuple(sizes), flags=scored.flags,
+        expert_speedup=geometric_mean(ratios) if ratios and len(ratios) == len(sizes) else None,
+        compile=timed.compile, baseline_cached=timed.cached,
+        reason=f"the shipped solution passes its validator; {len(sizes)} case(s) timed"
+               + (" (from the cache)" if timed.cached else ""),
+    )
+
+
+def _shipped(spec: MakeTaskSpec) -> str:
+    return spec.baseline_source(spec.precision).read_text(encoding="utf-8", errors="replace")
+
+
+def _blame_task(ev: Evaluation, kind: str) -> Evaluation:
+    return replace(ev, kind=kind, reason=f"the shipped solution failed (a task problem, not the candidate's): "
+                                         f"{ev.reason}")
+
+
+def _ignore_outputs(folder: str, names: list[str]) -> set[str]:
+    out = set()
+    for name in names:
+        path = Path(folder) / name
+        if path.is_dir():
+            skip = name in BUILD_DIRS
+        else:
+            skip = path.is_file() and is_build_output(path)
+        if skip or name.startswith("."):
+            out.add(name)
+    return out
+
+
+def _workspace(ctx: _Context, role: str, source: str) -> Path:
+    """A fresh copy of the task folder (no hidden files, no build outputs) with `source` as the solution."""
+    ws = ctx.work / role
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.copytree(ctx.spec.directory, ws, ignore=_ignore_outputs, ignore_dangling_symlinks=True)
+    target = ws / ctx.spec.runner.solution_file
+    target.unlink(missing_ok=True)  # never write through a link
+    target.write_text(source, encoding="utf-8")
+    return ws
+
+
+def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _Run | Evaluation:
+    spec, o = ctx.spec, ctx.options
+    ws = _workspace(ctx, role, source)
+    timeout = min(o.compile_timeout_s, spec.runner.timeout_sec)
+    ctx.progress(f"{spec.name}: build the {role} ({spec.build.cmd})")
+    with ctx.phase("compile"):
+        res = sandbox.run(spec.build.argv, ws, timeout, env_extra=ctx.build_env(), name="kw-build")
+    log = res.output + (f"\n[stopped after the {timeout:.0f} s build limit]" if res.timed_out else "")
+    compiled = CompileResult(role=role, ok=res.ok, command=shlex.join(spec.build.argv), log=log,
+                             seconds=round(res.wall_s, 3))
+    if res.ok:
+        program = ws / spec.execute.argv[0]
+        if not program.is_file():
+            compiled = replace(compiled, ok=False, log=log + f"\n[the build made no {spec.execute.argv[0]}]")
+            return ctx.base(verdict=Verdict.COMPILE_ERROR, kind=role, compile=compiled,
+                            reason=f"`{spec.build.cmd}` succeeded but made no {spec.execute.argv[0]} (a task "
+                                   "problem: check the Makefile's target)")
+    else:
+        first = next((ln.strip() for ln in log.splitlines() if re.search(r"error|\*\*\*", ln, re.I)), "")
+        what = "timed out" if res.timed_out else f"failed (exit status {res.returncode})"
+        return ctx.base(verdict=Verdict.COMPILE_ERROR, kind=role, compile=compiled,
+                        reason=f"{role} failed to build: `{spec.build.cmd}` {what}" + (f": {first}" if first else ""))
+    if not run:
+        return _Run(compiled)
+    ctx.progress(f"{spec.name}: run the {role} ({spec.execute.cmd})")
+    with ctx.phase("check" if role == "candidate" else "time_baseline"), ctx.gpu():
+        result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=ctx.run_env(),
+                                 limits=HARNESS_LIMITS, name="kw-run")
+    return _Run(compiled, result)
+
+
+def _judge(ctx: _Context, res: sandbox.SandboxResult, role: str, compiled: CompileResult) -> Evaluation | None:
+    """None when the run passed the task's validator; else its TIMEOUT / RUNTIME_ERROR / INCORRECT verdict."""
+    crash = classify_crash(res, None, False)
+    passed, why = matches_success(res, ctx.spec)
+    ended_badly = res.timed_out or res.returncode is None or res.signal is not None
+    if not ended_badly and passed:
+        return None
+    if crash is not None and (ended_badly or crash.kind not in ("nonzero_exit", "missing_output")):
+        # A timeout, a signal, or CUDA's error text in a run that did not pass: the program broke.
+        verdict = Verdict.TIMEOUT if crash.kind == "timeout" else Verdict.RUNTIME_ERROR
+        crash = replace(crash, stderr_tail=res.output[-4000:])
+        return ctx.base(verdict=verdict, kind=role, compile=compiled, crash=crash,
+                        reason=f"{crash.kind}: {crash.message}; output: {quote_output(res.output)}")
+    return ctx.base(verdict=Verdict.INCORRECT, kind=role, compile=compiled,
+                    crash=None, reason=f"the task's validator did not pass: {why}; output: {quote_output(res.output)}")
+
+
+# ---------------------------------------------------------------- the shipped solution's times (cached)
+
+
+def folder_hash(spec: MakeTaskSpec) -> str:
+    h = hashlib.sha256()
+    for path in spec.source_files(spec.precision):
+        h.update(path.relative_to(spec.directory).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def baseline_cache(ctx: _Context) -> TimingCache:
+    """The shipped solution's cached times: keyed by the task, the GPU model, every task file, the seed and
+    the toolchain (the harness owns its repetitions)."""
+    o, spec = ctx.options, ctx.spec
+    parts = {
+        "backend": "make",
+        "task": spec.task_id,
+        "suite": spec.suite,
+        "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
+        "folder": folder_hash(spec),
+        "seed_base": o.seed_base,
+        "nvcc": ctx.chain.nvcc_version,
+        "arch": ctx.chain.arch,
+    }
+    return TimingCache(o, f"make-{spec.suite}-{spec.name}", parts, indent=None)
+
+
+def _baseline_times(ctx: _Context, fresh: bool) -> _Timed | Evaluation:
+    spec = ctx.spec
+    cache = baseline_cache(ctx)
+
+    def decode(data: dict[str, Any]) -> tuple[tuple[float, float | None], ...] | None:
+        cases = tuple((float(k), None if r is None else float(r)) for k, r in data["cases"])
+        return cases or None
+
+    cases = None if fresh else cache.load(decode)
+    if cases is not None:
+        ctx.progress(f"{spec.name}: the shipped solution's times from the cache")
+        return _Timed(cases, cached=True)
+    run = _build_and_run(ctx, "baseline", _shipped(spec))
+    if isinstance(run, Evaluation):
+        return _blame_task(run, "baseline")
+    assert run.result is not None
+    failed = _judge(ctx, run.result, "baseline", run.compile)
+    if failed is not None:
+        return _blame_task(failed, "baseline")
+    times = parse_times(run.result.stdout, spec)
+    problem = times_problem(times, spec)
+    if problem:
+        crash = CrashInfo("harness_error", problem, returncode=run.result.returncode,
+                          stderr_tail=run.result.output[-4000:])
+        return ctx.base(verdict=Verdict.RUNTIME_ERROR, kind="baseline", compile=run.compile, crash=crash,
+                        reason=f"the shipped solution's output does not parse (a task problem, not the "
+                               f"candidate's): {problem}; output: {quote_output(run.result.stdout)}")
+    cases = tuple((float(k), r) for k, r in times if k is not None)
+    cache.store({"task": spec.task_id, "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
+                 "cases": [list(c) for c in cases]})
+    return _Timed(cases, cached=False, compile=run.compile)

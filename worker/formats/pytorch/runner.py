@@ -1,0 +1,212 @@
+"""One KernelBench evaluation's context: the torch_harness.py child processes (sandboxed, under the GPU lock
+where they use it), their environment, the extension build cache, and the guard every entry point runs in."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from worker.engine import sandbox
+from worker.engine import toolchain as tc
+from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
+from worker.engine.harness import HARNESS_LIMITS, classify_crash, read_result
+from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
+from worker.formats.pytorch.spec import PyTorchTaskSpec
+
+HARNESS = Path(__file__).with_name("torch_harness.py")
+
+_MiB = 1024 * 1024
+# The build runs ninja, g++ and nvcc (cicc, ptxas) under the candidate's import: more files and processes.
+BUILD_LIMITS = sandbox.Limits(file_bytes=1024 * _MiB, processes=4096, isolate_network=True)
+PROFILE_NOTE = "profile skipped: ncu is not wired for pytorch tasks yet (torch_harness.py --mode profile is)"
+STREAM_GAP_REVIEW = 1.5  # synchronized time / current-stream time above this: work escaped the timed stream
+# An import that failed only because the build hides the GPU: the check imports it again under the lock.
+NO_DEVICE_TEXT = ("no cuda gpus are available", "found no nvidia driver", "cuda driver initialization failed",
+                  "no kernel image", "cudaerrornodevice", "invalid device ordinal")
+
+
+def torch_version() -> str:
+    """PyTorch's version in the worker's Python, read without importing torch ('' when absent)."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def extension_cache_root(options: EvalOptions) -> Path:
+    base = options.build_cache or os.environ.get("KW_BUILD_CACHE")
+    return Path(base) / "torch-extensions" if base else Path.home() / ".cache" / "kernelweb" / "torch-extensions"
+
+
+def candidate_build_key(source: str, device: str, arch_list: str) -> str:
+    """The extension cache folder of a candidate: a hash of every literal in it (its C++/CUDA sources, the
+    extension's name and flags), the device, the arch list and torch. Candidates that differ only in Python
+    share a build; different sources never share a folder, so concurrent evaluations cannot load each
+    other's library (torch versions a rebuilt extension per process only)."""
+    try:
+        literals = [repr(n.value) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)]
+    except SyntaxError:
+        literals = [source]
+    parts = {"literals": literals, "device": device, "arch": arch_list, "torch": torch_version()}
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """One torch_harness.py process: its JSON (when complete) and why it failed, if it did."""
+
+    mode: str
+    data: dict[str, Any] | None
+    result: sandbox.SandboxResult
+    crash: CrashInfo | None
+
+    @property
+    def ok(self) -> bool:
+        return self.crash is None and self.data is not None
+
+
+def _crash_of(res: sandbox.SandboxResult, data: dict[str, Any] | None, has_output: bool) -> CrashInfo | None:
+    """worker.engine.harness.classify_crash on this harness's JSON: a checkpoint says where it died, an error
+    JSON what Python raised (CUDA errors are recognised from its text)."""
+    error = data.get("error") if data is not None else None
+    if data is None:
+        adapted = None
+    elif data.get("incomplete"):
+        adapted = {"error": {"kind": "incomplete", "phase": data.get("phase")}}
+    elif isinstance(error, str) and error:
+        phase = f" (during {data['phase']})" if data.get("phase") else ""
+        adapted = {"error": {"kind": data.get("kind") or "python_exception", "message": error + phase}}
+    else:
+        adapted = {k: v for k, v in data.items() if k != "error"}  # a complete result
+    crash = classify_crash(res, adapted, has_output)
+    if crash is not None and data and data.get("traceback"):
+        crash = replace(crash, stderr_tail=(data["traceback"][-3000:] + "\n" + res.stderr[-3000:]).strip())
+    return replace(crash, size_index=0) if crash is not None else None
+
+
+class TorchContext(EvalContext):
+    """A KernelBench evaluation: where the modules run, the candidate file, its extension folder, the arch list."""
+
+    def __init__(
+        self,
+        spec: PyTorchTaskSpec,
+        precision: str,
+        options: EvalOptions | None,
+        chain: tc.Toolchain | None,
+        work_dir: Path | str | None,
+        progress: Progress | None,
+    ):
+        super().__init__(spec, precision, options, chain, work_dir, progress)
+        self.device = self.options.torch_device
+        self.candidate_path: Path | None = None
+        self.extensions_dir: Path | None = None
+        self.arch_list = _arch_list(self.chain) if self.device == "cuda" else ""
+
+    def evaluation_fields(self) -> dict[str, Any]:
+        return {"seeds": self.options.torch_trials, "iters": self.options.iters,
+                "toolchain": {**self.chain.describe(), "torch": torch_version() or "missing",
+                              "torch_device": self.device}}
+
+    def size(self, **fields: Any) -> SizeResult:
+        params = dict(self.spec.sizes[0]) if self.spec.sizes else {}
+        return SizeResult(0, params, self.spec.complexity_of(params), **fields)
+
+    def env(self, *, hide_gpu: bool = False, compile_cache: bool = False) -> dict[str, str]:
+        # ninja lives beside the worker's Python (a venv's bin); torch's JIT build runs it from PATH.
+        env = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")])}
+        if self.extensions_dir is not None:
+            env["TORCH_EXTENSIONS_DIR"] = str(self.extensions_dir)
+        if self.arch_list:
+            env["TORCH_CUDA_ARCH_LIST"] = self.arch_list  # the same in every step, so the check never rebuilds
+        if self.chain.nvcc:
+            env["CUDA_HOME"] = str(Path(self.chain.nvcc).resolve().parent.parent)
+        if hide_gpu:
+            env["CUDA_VISIBLE_DEVICES"] = ""  # the build never holds the GPU lock, so it may not use the GPU
+        if compile_cache:
+            root = extension_cache_root(self.options).parent
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(root / "torchinductor")
+            env["TRITON_CACHE_DIR"] = str(root / "triton")
+        return env
+
+    def child(
+        self,
+        mode: str,
+        timeout_s: float,
+        *,
+        impl: str = "candidate",
+        name: str | None = None,
+        lock: bool = True,
+        hide_gpu: bool = False,
+        prefix: list[str] | None = None,
+        trials: int | None = None,
+        extra: list[str] | None = None,
+    ) -> ChildRun:
+        o, tol = self.options, self.spec.tolerance(self.precision)
+        tag = name or f"{mode}-{impl}"
+        out = self.work / f"{tag}.json"
+        out.unlink(missing_ok=True)
+        argv = [
+            *(prefix or []), sys.executable, "-I", "-B", str(HARNESS), "--mode", mode,
+            "--task-dir", str(self.spec.directory.resolve()), "--model", self.spec.model_file, "--impl", impl,
+            "--precision", self.precision, "--device", self.device, "--seed-base", str(o.seed_base),
+            "--trials", str(trials or o.torch_trials), "--warmup", str(o.warmup), "--iters", str(o.iters),
+            "--atol", repr(tol.atol), "--rtol", repr(tol.rtol), "--out", str(out), *(extra or []),
+        ]
+        if self.candidate_path is not None:
+            argv += ["--candidate", str(self.candidate_path)]
+        cpus = os.cpu_count() or 2
+        base = BUILD_LIMITS if mode == "build" else HARNESS_LIMITS
+        # RLIMIT_CPU counts every thread: a CPU-side torch op on all cores must not trip it before the wall clock.
+        limits = replace(base, cpu_seconds=int(timeout_s * max(2, cpus)) + 10)
+        env = self.env(hide_gpu=hide_gpu, compile_cache=impl == "compile")
+
+        def run() -> sandbox.SandboxResult:
+            return sandbox.run(argv, self.work, timeout_s, env_extra=env, limits=limits, name=tag)
+
+        if lock:
+            with self.gpu():
+                res = run()
+        else:
+            res = run()
+        data = read_result(out) if out.is_file() else None
+        return ChildRun(mode, data, res, _crash_of(res, data, out.is_file()))
+
+
+def _arch_list(chain: tc.Toolchain) -> str:
+    """TORCH_CUDA_ARCH_LIST for the build: the GPU's compute capability, else the toolchain's target arch."""
+    if chain.gpu and chain.gpu.compute_capability:
+        return chain.gpu.compute_capability
+    digits = re.sub(r"\D", "", chain.arch) or "90"
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def run_guarded(ctx: TorchContext, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
+    """The shared guard (worker.engine.context.guarded), after two checks of this backend's own."""
+
+    def checked() -> Evaluation:
+        if ctx.precision not in ctx.spec.precisions:
+            return ctx.base(verdict=Verdict.REJECTED, kind=kind,
+                            reason=f"{ctx.spec.name} has no {ctx.precision} variant ({', '.join(ctx.spec.precisions)})")
+        if not torch_version():
+            failure = CompileResult("harness", False, "import torch", f"PyTorch is not installed for {sys.executable}")
+            return ctx.base(verdict=Verdict.COMPILE_ERROR, kind=kind, compile=failure,
+                            reason="PyTorch is not installed in the worker's Python: pytorch tasks need it "
+                                   "(a worker problem, not the candidate's)")
+        return steps()
+
+    return guarded(ctx, kind, checked)
+
+
+def missing_gpu(ctx: TorchContext) -> str | None:
+    if ctx.device == "cuda" and ctx.chain.gpu is None:
+        return f"this run needs a GPU and none is present ({ctx.chain.gpu_reason})"
+    return None

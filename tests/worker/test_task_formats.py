@@ -11,9 +11,9 @@ import pytest
 from testing.scripted_llm import ScriptedLLM
 from tests.support.formats import EXAMPLE_TASKS, MATMUL, write_kernelbench_checkout, write_yaml_task
 from worker.agents import prompts
-from worker.agents.extract import extract_python_module, extract_source_file
 from worker.agents.llm import OpenAIChatClient
 from worker.agents.pipeline import Pipeline, PipelineConfig
+from worker.engine.extract import extract_python_module, extract_source_file
 from worker.engine.results import Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.taskspec import SpecError
 from worker.formats.cuda.evaluation import EvalOptions

@@ -31,6 +31,9 @@ class Display:
     baseline_name: str  # what the task's own source is called: "Baseline", "Reference module", ...
     shows_entry_point: bool  # the task list names the entry point (else the operator's name)
     candidate_help: str  # what a hand-written candidate must be (the manual turn form's help)
+    # the catalog's Interface section: a template under the package's templates/ folder (kernelweb/settings.py
+    # adds every worker/formats/*/templates to the template dirs), e.g. "formats/cuda/interface.html"
+    interface_template: str
 
 
 @dataclass(frozen=True)

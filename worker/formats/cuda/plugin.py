@@ -48,7 +48,9 @@ FORMAT = TaskFormat(
     name="cuda", label="C/CUDA (MSKernelBench)", spec_file="spec.toml", declares=_declares, load=load_spec,
     evaluate=evaluate, evaluate_baseline=evaluate_baseline, validate=validate,
     language="cuda",
-    display=Display(badge="", badge_title="", baseline_name="Baseline", shows_entry_point=True,
+    display=Display(badge="", badge_title="", baseline_name="Baseline",
+                    interface_template="formats/cuda/interface.html",
+                    shows_entry_point=True,
                     candidate_help='Defines extern "C" void <entry>_optimized(<same parameters>).'),
     prompts=PromptFragments(
         describe=prompts.describe, library_rule=prompts.library_rule, planner_subject=prompts.PLANNER_SUBJECT,

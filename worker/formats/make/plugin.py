@@ -43,7 +43,8 @@ FORMAT = TaskFormat(
     load=load_make_spec, evaluate=evaluate_make, evaluate_baseline=evaluate_make_baseline, validate=validate_make,
     language="cuda",
     display=Display(badge="task.yaml", badge_title="a task.yaml task built with make",
-                    baseline_name="Original solution file", shows_entry_point=False,
+                    baseline_name="Original solution file", interface_template="formats/make/interface.html",
+                    shows_entry_point=False,
                     candidate_help="The complete replacement of the task's solution file, built by the task's own "
                                    "make command."),
     prompts=PromptFragments(

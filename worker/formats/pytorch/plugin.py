@@ -42,7 +42,8 @@ FORMAT = TaskFormat(
     validate=validate_pytorch,
     language="python",
     display=Display(badge="KernelBench", badge_title="a PyTorch Model to beat with ModelNew",
-                    baseline_name="Reference module", shows_entry_point=False,
+                    baseline_name="Reference module", interface_template="formats/pytorch/interface.html",
+                    shows_entry_point=False,
                     candidate_help="A Python file defining class ModelNew(nn.Module) with Model's constructor and "
                                    "forward, its kernels built with torch.utils.cpp_extension.load_inline."),
     prompts=PromptFragments(

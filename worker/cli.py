@@ -15,10 +15,9 @@ from pathlib import Path
 from worker.agents.trajectory import run_optimize
 from worker.engine import ncu
 from worker.engine import toolchain as tc
-from worker.engine.context import EvalOptions
+from worker.engine.context import HARNESS_DIR, REPO_ROOT, EvalOptions
 from worker.engine.results import Evaluation, Verdict
 from worker.engine.taskspec import PRECISIONS
-from worker.formats.cuda.build import HARNESS_DIR, REPO_ROOT
 from worker.registry import AnySpec, discover_tasks, evaluate, evaluate_baseline, format_of, validate
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3

@@ -24,7 +24,9 @@ from worker.engine import ncu
 from worker.engine import toolchain as tc
 from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 from worker.engine.results import Evaluation, Verdict
-from worker.formats.cuda.build import HARNESS_DIR
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HARNESS_DIR = REPO_ROOT / "tasks" / "_harness"  # the C/CUDA tasks' shared harness (EvalOptions.harness_dir)
 
 Progress = Callable[[str], None]
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from worker.engine import sandbox
 from worker.engine.results import CrashInfo, TimingStats
-from worker.formats.cuda.spec import TaskSpec
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -65,7 +64,7 @@ def format_size(params: dict[str, float]) -> str:
 
 def harness_argv(
     exe: str,
-    spec: TaskSpec,
+    spec: Any,  # a C/CUDA TaskSpec (worker.formats.cuda.spec)
     precision: str,
     mode: str,
     impl: str,
@@ -189,7 +188,7 @@ def _first_line_with(text: str, needles: tuple[str, ...]) -> str:
 
 def run_harness(
     exe: str,
-    spec: TaskSpec,
+    spec: Any,  # a C/CUDA TaskSpec (worker.formats.cuda.spec)
     precision: str,
     mode: str,
     impl: str,

@@ -23,13 +23,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from worker.engine import assembly, sandbox
+from worker.engine.context import HARNESS_DIR
 from worker.engine.results import CompileResult, KernelResources
 from worker.engine.toolchain import Toolchain
 from worker.formats.cuda.flags import FlagCheck, check_flags
 from worker.formats.cuda.spec import TaskSpec
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-HARNESS_DIR = REPO_ROOT / "tasks" / "_harness"
 EXECUTABLE = "kwbench"
 BASELINE_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
 HARNESS_FLAGS = ("-O2", "-std=c++17")

@@ -55,8 +55,8 @@ from worker.engine.context import EvalContext, EvalOptions, Progress, guarded, t
 from worker.engine.harness import HARNESS_LIMITS, classify_crash
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import geometric_mean, score_sizes
+from worker.engine.static_rules import SYSTEM, SYSTEM_TYPES, StaticReport, Violation, strip_comments
 from worker.engine.taskspec import CATEGORIES, PRECISIONS, SpecError, Tolerance
-from worker.formats.cuda.static_checks import SYSTEM, SYSTEM_TYPES, StaticReport, Violation, strip_comments
 
 SUPPORTED_BACKENDS = ("class1_make", "make")
 CORRECTNESS_MODES = ("stdout_or_exit", "exit_code", "stdout_regex")

@@ -42,8 +42,7 @@ from worker.engine.context import EvalContext, EvalOptions, Progress, guarded, t
 from worker.engine.harness import HARNESS_LIMITS, classify_crash, read_result
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
-from worker.engine.taskspec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance, read_toml
-from worker.formats.cuda.static_checks import (
+from worker.engine.static_rules import (
     DEVICE_CONTROL,
     SYSTEM,
     SYSTEM_TYPES,
@@ -52,6 +51,7 @@ from worker.formats.cuda.static_checks import (
     Violation,
     strip_comments,
 )
+from worker.engine.taskspec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance, read_toml
 
 HARNESS = Path(__file__).with_name("torch_harness.py")
 

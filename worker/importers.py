@@ -80,7 +80,7 @@ def convert_kernelbench(files: list[tuple[Path, str]], dest_root: Path | str, le
     `files`: (path, label to report it by). `level`: the level when the folders do not say it (a
     `levelN` folder in the path wins). Level 1 problems are single operators, so their candidates may not
     fall back on PyTorch compute (forbid_torch_compute); levels 2 and 3 may keep some PyTorch operations."""
-    from worker.formats.pytorch.kernelbench import kernelbench_category, write_pytorch_task
+    from worker.formats.pytorch.spec import kernelbench_category, write_pytorch_task
 
     dest_root = Path(dest_root)
     written: list[str] = []

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.formats.pytorch.kernelbench import check_candidate, load_pytorch_spec
+from worker.formats.pytorch.checks import check_candidate
+from worker.formats.pytorch.spec import load_pytorch_spec
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
 SPEC = load_pytorch_spec(FIXTURES / "tasks" / "kb-test" / "scale_add" / "spec.toml")

@@ -23,10 +23,9 @@ from worker.formats.pytorch.kernelbench import (
     evaluate_pytorch,
     evaluate_pytorch_baseline,
     extension_cache_root,
-    load_pytorch_spec,
     validate_pytorch,
-    write_pytorch_task,
 )
+from worker.formats.pytorch.spec import load_pytorch_spec, write_pytorch_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
 CANDIDATES = FIXTURES / "candidates"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from worker.engine.taskspec import SpecError, Tolerance
-from worker.formats.pytorch.kernelbench import (
+from worker.formats.pytorch.spec import (
     PyTorchTaskSpec,
     kernelbench_category,
     load_pytorch_spec,

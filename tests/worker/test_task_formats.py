@@ -17,7 +17,7 @@ from worker.engine.extract import extract_python_module, extract_source_file
 from worker.engine.results import Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.taskspec import SpecError
 from worker.formats.cuda.evaluation import EvalOptions
-from worker.formats.pytorch.kernelbench import load_pytorch_spec
+from worker.formats.pytorch.spec import load_pytorch_spec
 from worker.importers import convert_kernelbench, convert_taskyaml, find_kernelbench, taskyaml_folders
 from worker.registry import discover_tasks, load_task
 

@@ -10,12 +10,8 @@ from worker.engine.extract import Extraction, extract_python_module
 from worker.engine.formats import Display, PromptFragments, TaskFormat
 from worker.engine.taskspec import read_toml
 from worker.formats.pytorch import prompts
-from worker.formats.pytorch.kernelbench import (
-    evaluate_pytorch,
-    evaluate_pytorch_baseline,
-    load_pytorch_spec,
-    validate_pytorch,
-)
+from worker.formats.pytorch.kernelbench import evaluate_pytorch, evaluate_pytorch_baseline, validate_pytorch
+from worker.formats.pytorch.spec import load_pytorch_spec
 
 
 def _declares(path: Path) -> bool:

@@ -133,7 +133,7 @@ def convert_taskyaml(folders: list[tuple[Path, str]], dest_root: Path | str,
                      suite: str = "cudahercules") -> ConvertReport:
     """Copy each task.yaml folder ((path, label) pairs) to `dest_root/<suite>/<name>/`, where name is the
     task.yaml's `name`; folders that do not validate are reported and skipped."""
-    from worker.formats.make.taskyaml import load_make_spec
+    from worker.formats.make.load import load_make_spec
 
     dest_root = Path(dest_root)
     written: list[str] = []

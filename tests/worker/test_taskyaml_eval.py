@@ -17,14 +17,9 @@ import yaml
 from tests.worker.conftest import CPU_STAND_IN
 from worker.engine.results import Evaluation, Verdict
 from worker.formats.cuda.evaluation import EvalOptions
-from worker.formats.make.taskyaml import (
-    MakeTaskSpec,
-    evaluate_make,
-    evaluate_make_baseline,
-    load_make_spec,
-    parse_times,
-    validate_make,
-)
+from worker.formats.make.load import load_make_spec
+from worker.formats.make.spec import MakeTaskSpec
+from worker.formats.make.taskyaml import evaluate_make, evaluate_make_baseline, parse_times, validate_make
 
 FIXTURES = Path(__file__).parent / "fixtures" / "taskyaml"
 

@@ -1,4 +1,4 @@
-"""task.yaml tasks: the schema, the stdout parsers and the anti-cheat rules (worker/formats/make/taskyaml.py)."""
+"""task.yaml tasks: the schema, the stdout parsers and the anti-cheat rules (worker/formats/make/)."""
 
 import copy
 import shutil
@@ -9,14 +9,10 @@ import yaml
 
 from worker.engine.sandbox import SandboxResult
 from worker.engine.taskspec import SpecError
-from worker.formats.make.taskyaml import (
-    MakeTaskSpec,
-    check_solution,
-    load_make_spec,
-    matches_success,
-    parse_times,
-    times_problem,
-)
+from worker.formats.make.checks import check_solution
+from worker.formats.make.load import load_make_spec
+from worker.formats.make.spec import MakeTaskSpec
+from worker.formats.make.taskyaml import matches_success, parse_times, times_problem
 
 FIXTURES = Path(__file__).parent / "fixtures" / "taskyaml"
 PAPER_TASK = FIXTURES / "class1" / "gemm_softmax"

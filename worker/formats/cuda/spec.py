@@ -77,7 +77,7 @@ class LibraryReference:
 @dataclass(frozen=True)
 class TaskSpec:
     """A C/CUDA task (backend "cuda"). The other backends' specs (worker.formats.pytorch.spec.PyTorchTaskSpec,
-    worker.formats.make.taskyaml.MakeTaskSpec) offer the same members the pipeline, the prompts and the web app use:
+    worker.formats.make.spec.MakeTaskSpec) offer the same members the pipeline, the prompts and the web app use:
     backend, name, title, suite, category, description, provenance, path, directory, precisions, sizes,
     complexity, complexity_of(), tolerance(), baseline_source(), source_files()."""
 

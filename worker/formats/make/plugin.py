@@ -9,7 +9,8 @@ from typing import Any
 from worker.engine.extract import Extraction, extract_source_file
 from worker.engine.formats import Display, PromptFragments, TaskFormat
 from worker.formats.make import prompts
-from worker.formats.make.taskyaml import evaluate_make, evaluate_make_baseline, load_make_spec, validate_make
+from worker.formats.make.load import load_make_spec
+from worker.formats.make.taskyaml import evaluate_make, evaluate_make_baseline, validate_make
 
 
 def _declares(path: Path) -> bool:

@@ -14,12 +14,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from worker.engine.extract import Extraction
 from worker.engine.results import Evaluation
 
 Evaluate = Callable[..., Evaluation]
+
+
+class SpecLike(Protocol):
+    """What every format's loaded spec offers the agents, the registry and the web app."""
+
+    backend: str  # the format's name
+    name: str
+    title: str
+    suite: str
+    category: str
+    description: str
+    provenance: str
+    path: Path
+    precisions: tuple[str, ...]
+    sizes: tuple[dict[str, float], ...]
+    complexity: str
+
+    @property
+    def directory(self) -> Path: ...
+    def complexity_of(self, size: dict[str, float]) -> float: ...
+    def tolerance(self, precision: str) -> Any: ...
+    def baseline_source(self, precision: str) -> Path: ...
+    def source_files(self, precision: str) -> tuple[Path, ...]: ...
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,8 @@ WSGI_APPLICATION = None
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # each task format's package brings its own catalog templates (worker/formats/<name>/templates)
+        "DIRS": [BASE_DIR / "templates", *sorted((BASE_DIR / "worker" / "formats").glob("*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -15,11 +15,10 @@ from pathlib import Path
 from worker.agents.trajectory import run_optimize
 from worker.engine import ncu
 from worker.engine import toolchain as tc
+from worker.engine.context import HARNESS_DIR, REPO_ROOT, EvalOptions
 from worker.engine.results import Evaluation, Verdict
 from worker.engine.taskspec import PRECISIONS
-from worker.formats.cuda.build import HARNESS_DIR, REPO_ROOT
-from worker.formats.cuda.evaluation import EvalOptions, evaluate_reference
-from worker.registry import AnySpec, discover_tasks, evaluate, evaluate_baseline, validate
+from worker.registry import AnySpec, discover_tasks, evaluate, evaluate_baseline, format_of, validate
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 TASKS_ROOT = REPO_ROOT / "tasks"
@@ -161,7 +160,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 def cmd_reference(args: argparse.Namespace) -> int:
     spec = find_task(args.task, Path(args.tasks_root))
-    if spec.backend != "cuda":
+    evaluate_reference = format_of(spec).evaluate_reference
+    if evaluate_reference is None:
         return _usage(f"{spec.name} is a {spec.backend} task: its expert reference is timed with every evaluation")
     if spec.reference is None:
         return _usage(f"{spec.name} has no library reference (add reference.toml beside its spec.toml)")
@@ -252,7 +252,7 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
             return EXIT_NO_GPU
         saved = []
         for spec, precision in _selected(args):
-            if spec.backend != "cuda":
+            if not format_of(spec).library_census:
                 continue  # the census covers the C/CUDA library, as the paper's Appendix A does
             largest = max(spec.sizes, key=spec.complexity_of)
             one_size = dataclasses.replace(spec, sizes=(largest,))

@@ -14,8 +14,10 @@ from apps.runs.models import AgentCall, Profile, ProfileMode, Run, RunStatus, Tu
 
 
 class TaskQuerySerializer(serializers.Serializer):
-    backend = serializers.ChoiceField(choices=Backend.choices, required=False,
-                                      help_text="Task format: cuda, pytorch (KernelBench) or make (task.yaml).")
+    backend = serializers.ChoiceField(
+        choices=Backend.choices, required=False,
+        help_text="Task format: " + "; ".join(f"{value} = {label}" for value, label in Backend.choices) + ".",
+    )
     suite = serializers.CharField(required=False)
     category = serializers.CharField(required=False)
     precision = serializers.ChoiceField(choices=Precision.choices, required=False)

@@ -20,7 +20,7 @@ from apps.catalog.archive_import import (
     import_stage_directory,
     tasks_export_zip,
 )
-from apps.catalog.models import Task
+from apps.catalog.models import Precision, Task
 from apps.catalog.services import tasks_mark_validation_queued
 
 SESSION_KEY = "catalog_task_imports"  # staging tokens this session may confirm
@@ -48,7 +48,7 @@ class TaskImportForm(forms.Form):
         help_text="The KernelBench level of problem files whose folder does not say it (suite kernelbench-l<N>).",
     )
     precisions = forms.MultipleChoiceField(
-        required=False, choices=[("fp32", "FP32"), ("bf16", "BF16")], initial=["fp32"],
+        required=False, choices=Precision.choices, initial=[Precision.FP32],
         widget=forms.CheckboxSelectMultiple,
         help_text="The precisions KernelBench problems are imported in (BF16 casts inputs and parameters).",
     )

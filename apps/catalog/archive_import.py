@@ -37,8 +37,8 @@ from django.conf import settings
 from apps.catalog.models import Task
 from apps.catalog.services import SyncReport, source_hash, tasks_sync_specs
 from worker import importers
-from worker.engine.taskspec import SpecError
-from worker.registry import SPEC_FILES, AnySpec, load_task
+from worker.engine.taskspec import PRECISIONS, SpecError
+from worker.registry import SPEC_FILES, AnySpec, format_of, load_task
 
 MiB = 1024 * 1024
 _SUITE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -102,7 +102,7 @@ class StageOptions:
             raise ImportRejected(f"{self.suite!r} cannot be a suite name (letters, digits, '_', '.', '-')")
         if self.level is not None and not 1 <= self.level <= 9:
             raise ImportRejected(f"KernelBench level {self.level} does not exist (1 to 4)")
-        if not self.precisions or set(self.precisions) - {"fp32", "bf16"}:
+        if not self.precisions or set(self.precisions) - set(PRECISIONS):
             raise ImportRejected("KernelBench precisions are fp32 and/or bf16")
 
 
@@ -393,8 +393,9 @@ def _check_folder(files: Path, spec_path: Path) -> tuple[ImportItem, AnySpec | N
     item = ImportItem(folder, spec.suite, spec.name, tuple(spec.precisions), len(spec.sizes))
     if not _SUITE.match(spec.suite) or spec.suite.startswith((".", "_")):
         return ImportItem(folder, error=f"[suite] {spec.suite!r} cannot be a folder name under the task folder"), None
-    if spec.backend == "cuda" and not spec.harness_source().is_file():
-        return ImportItem(folder, error="[harness] harness.cu is missing from the folder"), None
+    missing = format_of(spec).missing(spec)
+    if missing:
+        return ImportItem(folder, error=missing), None
     existing = {
         t.precision: t.source_hash
         for t in Task.objects.filter(suite=spec.suite, operator=spec.name).only("precision", "source_hash")

@@ -20,6 +20,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PythonLexer
 
+from worker import registry
+
 TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "code", "pre", "blockquote",
     "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "sub", "sup", "span", "del", "kbd",
@@ -145,8 +147,11 @@ def code_formatter() -> HtmlFormatter:
 
 
 def code_language(backend: str) -> str:
-    """The lexer of a task's code: Python for KernelBench (pytorch) tasks, CUDA for the others."""
-    return "python" if backend == "pytorch" else "cuda"
+    """The lexer of a task's code, as its format (worker.registry) says; CUDA for a format not known here."""
+    try:
+        return registry.get(backend).language
+    except ValueError:
+        return "cuda"
 
 
 def highlight_source(code: str, language: str = "cuda") -> SafeString:

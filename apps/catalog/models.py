@@ -1,22 +1,19 @@
 from django.db import models
 
+from worker import registry
+from worker.engine.formats import TaskFormat
+from worker.engine.taskspec import PRECISIONS
 
-class Precision(models.TextChoices):
-    FP32 = "fp32", "FP32"
-    BF16 = "bf16", "BF16"
-
-
-class Backend(models.TextChoices):
-    CUDA = "cuda", "C/CUDA (MSKernelBench)"
-    PYTORCH = "pytorch", "PyTorch module (KernelBench)"
-    MAKE = "make", "task.yaml + make (CUDAHercules)"
+# Both from the worker, the one source: the precisions a spec may declare, and the registered task formats.
+Precision = models.TextChoices("Precision", [(p.upper(), (p, p.upper())) for p in PRECISIONS])
+Backend = models.TextChoices("Backend", [(f.name.upper(), (f.name, f.label)) for f in registry.FORMATS.values()])
 
 
 class Task(models.Model):
     """One optimizable unit: an operator at one precision, mirrored from tasks/<suite>/<op>/spec.toml
     (or task.yaml); `backend` says which engine evaluates it."""
 
-    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.CUDA)
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=registry.BACKENDS[0])
     suite = models.CharField(max_length=64)
     operator = models.CharField(max_length=128, help_text="Operator id; FP32 and BF16 variants share it.")
     precision = models.CharField(max_length=8, choices=Precision.choices)
@@ -67,6 +64,11 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"{self.suite}/{self.operator} [{self.precision}]"
+
+    @property
+    def format(self) -> TaskFormat:
+        """The task's format (worker.registry): how it is shown, prompted and evaluated."""
+        return registry.get(self.backend)
 
     @property
     def slug(self) -> str:

@@ -15,7 +15,7 @@ from apps.catalog.models import Task
 from worker.engine.results import Evaluation
 from worker.engine.revision import task_revision
 from worker.engine.taskspec import SpecError
-from worker.registry import AnySpec, discover_tasks, load_task
+from worker.registry import AnySpec, discover_tasks, format_of, load_task
 
 
 @dataclass(frozen=True)
@@ -53,49 +53,7 @@ def _task_fields(spec: AnySpec, precision: str, root: Path) -> dict:
         "source_hash": source_hash(spec, precision),
         "revision": task_revision(Path(spec.path).parent),
     }
-    return common | _backend_fields(spec, precision)
-
-
-def _backend_fields(spec: AnySpec, precision: str) -> dict:
-    """What each format has of its own, in the Task's columns (entry point, interface, rules, details)."""
-    if spec.backend == "pytorch":
-        return {
-            "entry_point": "ModelNew",
-            "interface": spec.interface,
-            "params": [], "outputs": [], "constants": {}, "inputs": {},
-            "rules": {"forbid_torch_compute": spec.forbid_torch_compute},
-            "details": {"model_file": Path(spec.model_file).name, "compare_compile": spec.compare_compile},
-        }
-    if spec.backend == "make":
-        success = spec.execute.success
-        return {
-            "entry_point": spec.runner.solution_file,
-            "interface": f"{spec.build.cmd} && {spec.execute.cmd}",
-            "params": [], "outputs": [], "constants": {}, "inputs": {},
-            "rules": {"blocked_patterns": list(spec.anti_cheat.blocked_patterns),
-                      "required_patterns": list(spec.anti_cheat.required_patterns)},
-            "details": {
-                "task_id": spec.task_id, "task_class": spec.task_class, "domain": spec.domain,
-                "tags": list(spec.tags), "min_sm": spec.hardware.min_sm, "solution_file": spec.runner.solution_file,
-                "build": spec.build.cmd, "execute": spec.execute.cmd, "timeout_sec": spec.runner.timeout_sec,
-                "success": {"exit_code": success.exit_code, "stdout_regex": success.stdout_regex},
-                "correctness_mode": spec.correctness.mode, "performance": spec.performance.enabled,
-            },
-        }
-    iface = spec.interfaces[precision]
-    return {
-        "entry_point": iface.entry,
-        "interface": iface.signature,
-        "params": [{"name": p.name, "type": p.ctype} for p in iface.params],
-        "outputs": list(spec.outputs),
-        "constants": spec.constants,
-        "inputs": spec.inputs,
-        "rules": {
-            "blocked_symbols": list(spec.blocked_symbols),
-            "allowed_libraries": list(spec.allowed_libraries),
-        },
-        "details": {},
-    }
+    return common | format_of(spec).catalog_fields(spec, precision)
 
 
 def _sync_spec(spec: AnySpec, root: Path, report: SyncReport) -> set[tuple[str, str, str]]:

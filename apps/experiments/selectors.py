@@ -262,7 +262,7 @@ def outcomes_for(experiment: Experiment,
 
     # Tasks of the other formats bring their own reference times (round 0 first, else the best candidate).
     measured: dict[int, LibraryReference] = {}
-    other_formats = [m.run.pk for m in members if m.run is not None and m.task.backend in ("pytorch", "make")]
+    other_formats = [m.run.pk for m in members if m.run is not None and m.task.format.evaluate_reference is None]
     timed = (Turn.objects.filter(Q(round_index=0, debug_index=0) | Q(pk__in=best_ids), run_id__in=other_formats)
              .order_by("-round_index").values_list("run_id", "results")) if other_formats else ()
     for run_id, results in timed:
@@ -274,7 +274,7 @@ def outcomes_for(experiment: Experiment,
     for m in members:
         task, run = m.task, m.run
         ref = refs.get((task.operator, task.precision)) or (measured.get(run.pk) if run else None)
-        if ref is None and task.backend == "pytorch":
+        if ref is None and task.format.baseline_is_reference:
             ref = EAGER_PYTORCH
         ref_score, ref_speedups = (ref.score, ref.speedups) if ref else (None, ())
         if run is None:

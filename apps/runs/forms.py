@@ -5,6 +5,7 @@ from apps.fleet.selectors import gpu_targets, target_queue
 from apps.llm.selectors import endpoints_for
 from apps.runs.models import ProfileMode
 from apps.runs.services import RunConfig
+from worker import registry
 from worker.agents.pipeline import ROLES
 
 ROLE_FIELDS = {role: f"{role}_model" for role in ROLES}
@@ -106,21 +107,14 @@ class LaunchForm(forms.Form):
 
 
 class ManualTurnForm(forms.Form):
-    code = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false", "data-editor": "cuda"}),
-                           help_text='Defines extern "C" void <entry>_optimized(<same parameters>).')
+    code = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false", "data-editor": "cuda"}))
     flags = forms.CharField(required=False, max_length=1000, label="nvcc command",
                             help_text="Optional, e.g. nvcc -O3 --use_fast_math; checked against the whitelist.")
 
-    # What a candidate is in each task format (the C/CUDA text above is the default).
-    FORMAT_HELP = {
-        "pytorch": "A Python file defining class ModelNew(nn.Module) with Model's constructor and forward, its "
-                   "kernels built with torch.utils.cpp_extension.load_inline.",
-        "make": "The complete replacement of the task's solution file, built by the task's own make command.",
-    }
-
-    def __init__(self, *args, backend: str = "cuda", **kwargs):
+    def __init__(self, *args, backend: str = registry.BACKENDS[0], **kwargs):
         super().__init__(*args, **kwargs)
-        if backend in self.FORMAT_HELP:
-            self.fields["code"].help_text = self.FORMAT_HELP[backend]
-            self.fields["code"].widget.attrs["data-editor"] = "python" if backend == "pytorch" else "cuda"
+        fmt = registry.get(backend)
+        self.fields["code"].help_text = fmt.display.candidate_help  # what a candidate is in this format
+        self.fields["code"].widget.attrs["data-editor"] = fmt.language
+        if fmt.compile_flags is None:
             del self.fields["flags"]  # the build is the task's own: no nvcc command to choose

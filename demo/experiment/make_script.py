@@ -49,8 +49,8 @@ if str(ROOT) not in sys.path:  # run as a script: make `worker` importable
     sys.path.insert(0, str(ROOT))
 
 from worker.agents import prompts  # noqa: E402
-from worker.agents.pipeline import ALLOWED_FLAGS_TEXT  # noqa: E402
 from worker.engine.results import SizeResult  # noqa: E402
+from worker.formats.cuda.flags import ALLOWED_FLAGS_TEXT  # noqa: E402
 from worker.formats.cuda.spec import TaskSpec, load_spec  # noqa: E402
 
 KERNELS = ROOT / "tests" / "gpu_candidates"  # the hand-written candidates, shared with the GPU tests

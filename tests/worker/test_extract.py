@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.specs import write_task
-from worker.agents.extract import brace_balance, defines_entry, extract_code, extract_command, fenced_blocks
+from worker.engine.extract import brace_balance, defines_entry, extract_code, extract_command, fenced_blocks
 from worker.formats.cuda.flags import check_flags
 from worker.formats.cuda.spec import load_spec
 from worker.formats.cuda.static_checks import check_source

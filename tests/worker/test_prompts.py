@@ -12,7 +12,6 @@ import pytest
 
 from testing.scripted_llm import ScriptedLLM, detect_agent
 from worker.agents import prompts
-from worker.agents.extract import extract_code, extract_command
 from worker.agents.llm import OpenAIChatClient, RetryPolicy
 from worker.agents.prompts import (
     HardwareInfo,
@@ -26,6 +25,7 @@ from worker.agents.prompts import (
     format_results,
     planner_messages,
 )
+from worker.engine.extract import extract_code, extract_command
 from worker.engine.gpu import GpuInfo
 from worker.engine.results import Bottleneck, Profile, SizeResult
 from worker.engine.taskspec import Tolerance

@@ -3,17 +3,20 @@ pipeline's control flow on the new formats, and the converters behind the import
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
+import re
+from pathlib import Path
 
 import pytest
 
 from testing.scripted_llm import ScriptedLLM
 from tests.support.formats import EXAMPLE_TASKS, MATMUL, write_kernelbench_checkout, write_yaml_task
 from worker.agents import prompts
-from worker.agents.extract import extract_python_module, extract_source_file
 from worker.agents.llm import OpenAIChatClient
 from worker.agents.pipeline import Pipeline, PipelineConfig
+from worker.engine.extract import extract_python_module, extract_source_file
 from worker.engine.results import Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.taskspec import SpecError
 from worker.formats.cuda.evaluation import EvalOptions
@@ -246,6 +249,59 @@ def test_the_registry_refuses_an_unknown_format():
 
     with pytest.raises(ValueError, match="unknown task format 'triton'"):
         registry.evaluate(Odd(), "fp32", "", None, EvalOptions())
+
+
+REPO = Path(__file__).resolve().parents[2]
+_NAME_BRANCH = re.compile(r"""backend\s*(==|!=|in\b)|\.backend\s*(==|!=)|backend\s*==\s*["']""")
+
+
+def test_nothing_outside_the_registry_branches_on_a_formats_name():
+    """A fourth format touches only its package and the registry: nothing else tests `backend`."""
+    found = []
+    for path in [*REPO.glob("worker/**/*.py"), *REPO.glob("apps/**/*.py"), *REPO.glob("templates/**/*.html")]:
+        if path == REPO / "worker" / "registry.py" or "migrations" in path.parts:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _NAME_BRANCH.search(line):
+                found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    names |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {f"{node.module}.{alias.name}" for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+    return names
+
+
+def test_the_layers_import_only_downwards():
+    """engine: no format, agent or registry; a format: the engine and itself; agents: engine and registry."""
+    forbidden = ("worker.formats", "worker.agents", "worker.registry")
+    for path in (REPO / "worker" / "engine").glob("*.py"):
+        assert not {m for m in _imports(path) if m.startswith(forbidden)}, path
+    for package in (REPO / "worker" / "formats").iterdir():
+        if not (package / "plugin.py").is_file():
+            continue
+        own = f"worker.formats.{package.name}"
+        for path in package.glob("*.py"):
+            bad = {m for m in _imports(path) if m.startswith(forbidden) and not m.startswith(own)}
+            assert not bad, (path, bad)
+    for path in (REPO / "worker" / "agents").glob("*.py"):
+        assert not {m for m in _imports(path) if m.startswith("worker.formats")}, path
+
+
+def test_every_format_says_how_it_is_shown_prompted_and_extracted():
+    from worker import registry
+
+    for fmt in registry.FORMATS.values():
+        assert fmt.language in ("cuda", "python")
+        assert fmt.display.baseline_name and fmt.display.candidate_help
+        assert fmt.display.interface_template == f"formats/{fmt.name}/interface.html"
+        assert (REPO / "worker" / "formats" / fmt.name / "templates" / fmt.display.interface_template).is_file()
+        assert fmt.prompts.planner_subject and fmt.prompts.planner_structure
+    assert [f.name for f in registry.FORMATS.values() if f.compile_flags] == ["cuda"]
 
 
 def test_a_kernelbench_candidate_on_a_host_without_a_gpu_ends_with_no_gpu(tmp_path):

@@ -19,30 +19,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from worker.agents import prompts
-from worker.agents.extract import Extraction, extract_code, extract_command, extract_python_module, extract_source_file
 from worker.agents.llm import ChatClient, LLMError
+from worker.engine.context import EvalOptions
+from worker.engine.extract import Extraction, extract_command
 from worker.engine.results import Evaluation, Verdict
-from worker.formats.cuda.evaluation import EvalOptions
-from worker.formats.cuda.flags import default_flags
-from worker.formats.cuda.spec import TaskSpec
-from worker.registry import evaluate, evaluate_baseline
+from worker.registry import AnySpec, evaluate, evaluate_baseline, format_of
 
 ROLES = ("planner", "coder", "compiler", "debug")
 PROFILE_MODES = ("filtered", "full", "none")
 
-# The Compiler agent is told what the whitelist accepts; worker/formats/cuda/flags.py enforces it.
-ALLOWED_FLAGS_TEXT = (
-    "-O0, -O1, -O2, -O3",
-    "-arch=<the worker's sm_XX> or -gencode for it (no other architecture)",
-    "--use_fast_math",
-    "-lineinfo",
-    "-Xptxas <options> (e.g. -v, -O3, --allow-expensive-optimizations=true, -dlcm=ca)",
-    "-maxrregcount=<N>",
-    "-std=c++14 | c++17 | c++20",
-    "--extra-device-vectorization",
-    "-ftz=, -prec-div=, -prec-sqrt=, -fmad= (true|false)",
-    "-l<library> only where the task allows that library",
-)
 
 
 @dataclass(frozen=True)
@@ -192,7 +177,7 @@ def _debug_evidence(evaluation: Evaluation) -> tuple[str, Any]:
 class Pipeline:
     def __init__(
         self,
-        spec: TaskSpec,
+        spec: AnySpec,
         precision: str,
         config: PipelineConfig,
         client: ChatClient,
@@ -311,15 +296,16 @@ class Pipeline:
         extraction = self._extract(answer.text, answer.finish_reason)
         if not extraction.ok:
             return None, extraction.reason, llm_s
-        if self.spec.backend != "cuda":
+        flags = format_of(self.spec).compile_flags
+        if flags is None:
             # The build is the task's own (load_inline, or task.yaml's build command): nothing for the
             # Compiler agent to choose.
             return extraction.code, "", llm_s
-        command = "nvcc " + " ".join(default_flags(self.arch))
+        command = "nvcc " + " ".join(flags.default(self.arch))
         if self.config.use_compiler_agent:
             reply = self._call(key, "compiler", prompts.compiler_messages(
                 hardware=self.hardware, code=extraction.code, default_command=command,
-                allowed_flags=ALLOWED_FLAGS_TEXT))
+                allowed_flags=flags.allowed_text))
             llm_s += reply.latency_s
             proposed = extract_command(reply.text)
             if proposed.command:
@@ -328,11 +314,7 @@ class Pipeline:
 
     def _extract(self, text: str, finish_reason: str | None) -> Extraction:
         """The candidate file out of the Coder's answer, in the task's format."""
-        if self.spec.backend == "pytorch":
-            return extract_python_module(text, "ModelNew", finish_reason)
-        if self.spec.backend == "make":
-            return extract_source_file(text, self.spec.runner.solution_file, finish_reason)
-        return extract_code(text, self.spec.interfaces[self.precision].entry, finish_reason)
+        return format_of(self.spec).extract(self.spec, self.precision, text, finish_reason)
 
     def _attempt(self, key, kind, parent, scheme, base_code, fix) -> TurnRecord:
         code, command_or_reason, llm_s = self._write_code(key, scheme, base_code, fix)

@@ -102,7 +102,7 @@ def run_optimize(args) -> int:
     from worker.agents.pipeline import Pipeline, PipelineConfig
     from worker.agents.prompts import HardwareInfo
     from worker.engine import toolchain as tc
-    from worker.formats.cuda.evaluation import EvalOptions
+    from worker.engine.context import EvalOptions
     from worker.registry import discover_tasks
 
     found = discover_tasks(Path(args.tasks_root))

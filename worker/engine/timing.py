@@ -23,14 +23,17 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from worker.engine.results import TimingStats
 
-if TYPE_CHECKING:
-    from worker.engine.context import EvalOptions
-
 T = TypeVar("T")
+
+
+class CacheOptions(Protocol):
+    """What the cache reads of worker.engine.context.EvalOptions (which builds on this module)."""
+
+    timing_cache: str | None
 
 # The protocol's defaults (EvalOptions and the C/CUDA harness's command line take them from here): untimed
 # warm-up calls, then timed calls; correctness seeds and the first seed.
@@ -91,7 +94,7 @@ def file_digest(path: Path) -> str:
 class TimingCache:
     """One cached measurement: `<timing_cache_dir>/<prefix>-<cache_key(parts)>.json`."""
 
-    def __init__(self, options: EvalOptions, prefix: str, parts: dict[str, Any], *, indent: int | None = 1):
+    def __init__(self, options: CacheOptions, prefix: str, parts: dict[str, Any], *, indent: int | None = 1):
         self.enabled = options.use_baseline_cache
         self.key = cache_key(parts)
         self.path = timing_cache_dir(options) / f"{prefix}-{self.key}.json"
@@ -114,7 +117,7 @@ class TimingCache:
         write_json_atomic(self.path, entry, indent=self.indent)
 
 
-def timing_cache_dir(options: EvalOptions) -> Path:
+def timing_cache_dir(options: CacheOptions) -> Path:
     """Where baseline timings are cached (per task, GPU, toolchain...; each engine names its files)."""
     return Path(
         options.timing_cache

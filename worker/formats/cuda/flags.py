@@ -221,3 +221,18 @@ def _check_gencode(value: str, want: str) -> str:
         if not m or m.group(2) != want:
             return f"{item!r} is not the worker's architecture"
     return ""
+
+
+# The Compiler agent is told what the whitelist accepts; this module enforces it.
+ALLOWED_FLAGS_TEXT = (
+    "-O0, -O1, -O2, -O3",
+    "-arch=<the worker's sm_XX> or -gencode for it (no other architecture)",
+    "--use_fast_math",
+    "-lineinfo",
+    "-Xptxas <options> (e.g. -v, -O3, --allow-expensive-optimizations=true, -dlcm=ca)",
+    "-maxrregcount=<N>",
+    "-std=c++14 | c++17 | c++20",
+    "--extra-device-vectorization",
+    "-ftz=, -prec-div=, -prec-sqrt=, -fmad= (true|false)",
+    "-l<library> only where the task allows that library",
+)

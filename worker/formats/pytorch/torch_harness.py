@@ -4,8 +4,7 @@ Standalone on purpose (the standard library and torch only, never `worker`): it 
 scrubbed environment, and the candidate it imports is untrusted. It writes its JSON only to --out, so
 whatever the candidate prints on stdout cannot forge a result; exit code 0 means that JSON is complete.
 On an exception it writes {"error": "<type>: <message>", "kind", "phase", "traceback"} and exits 1.
-Before each risky step it checkpoints {"incomplete": true, "phase": ...} so a process that dies still
-says where.
+Before each risky step it checkpoints {"incomplete": true, "phase": ...} so a process that dies still says where.
 
 Modes (after KernelBench §3.3 / Appendix B.1 and DESIGN §4):
   build     import the candidate: load_inline compiles (TORCH_EXTENSIONS_DIR caches the build)
@@ -528,14 +527,8 @@ def mode_validate_cpu(args: argparse.Namespace) -> dict[str, Any]:
     return {"agrees": mismatch is None, "first_mismatch": mismatch, "env": env_info(torch.device("cpu"))}
 
 
-MODES = {
-    "build": mode_build,
-    "check": mode_check,
-    "time": mode_time,
-    "profile": mode_profile,
-    "validate": mode_validate,
-    "validate_cpu": mode_validate_cpu,
-}
+MODES = {"build": mode_build, "check": mode_check, "time": mode_time, "profile": mode_profile,
+         "validate": mode_validate, "validate_cpu": mode_validate_cpu}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

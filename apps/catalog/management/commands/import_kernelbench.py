@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.catalog.archive_import import ImportRejected, StageOptions
 from apps.catalog.management.importing import stage_and_commit
+from worker.engine.taskspec import PRECISIONS
 from worker.importers import find_kernelbench
 
 
@@ -16,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("path", type=Path, help="A KernelBench checkout, a levelN folder or a problem file.")
         parser.add_argument("--level", type=int, default=None,
                             help="Import only this level (and the level of files whose folder does not say it).")
-        parser.add_argument("--precision", action="append", choices=("fp32", "bf16"), default=None,
+        parser.add_argument("--precision", action="append", choices=PRECISIONS, default=None,
                             help="Precision(s) to import each problem in (repeatable; default fp32).")
         parser.add_argument("--dry-run", action="store_true", help="Show what would be imported; write nothing.")
 

@@ -1,1 +1,1 @@
-"""The evaluation engine and agent pipeline: plain Python, no Django (DESIGN §2)."""
+"""The evaluation engine and agent pipeline: plain Python, no Django (docs/architecture.md, Design principles)."""

@@ -1,4 +1,4 @@
-"""One GPU user at a time: an flock on a file named after the GPU (DESIGN §4 Timing).
+"""One GPU user at a time: an flock on a file named after the GPU (docs/evaluation.md, GPU lock).
 
 Every harness run (check, time, profile, memcheck) holds it, since any work
 on the GPU disturbs a timing in progress; compiles and LLM calls never do.

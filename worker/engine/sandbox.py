@@ -1,4 +1,4 @@
-"""Run an untrusted (or merely fallible) child process, contained (DESIGN §8).
+"""Run an untrusted (or merely fallible) child process, contained (docs/architecture.md, Security model).
 
 - argv only, never a shell;
 - its own session and process group, so a timeout kills the whole tree;

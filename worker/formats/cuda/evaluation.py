@@ -1,4 +1,4 @@
-"""Evaluate one (task, precision, candidate): the protocol of DESIGN §4, end to end.
+"""Evaluate one (task, precision, candidate): the protocol of docs/evaluation.md, end to end.
 
 static checks -> build -> check (all sizes x seeds) -> [crash: locate the size,
 memcheck it] -> time baseline (cached) and candidate under the GPU lock ->
@@ -19,6 +19,7 @@ from typing import Any
 from worker.engine import ncu
 from worker.engine import toolchain as tc
 from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
+from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
@@ -73,36 +74,6 @@ class _Context(EvalContext):
 # ---------------------------------------------------------------- public entry points
 
 
-def evaluate(
-    spec: TaskSpec,
-    precision: str,
-    candidate_source: str,
-    flags: str | None = None,
-    options: EvalOptions | None = None,
-    *,
-    compile_only: bool = False,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
-
-
-def evaluate_baseline(
-    spec: TaskSpec,
-    precision: str,
-    options: EvalOptions | None = None,
-    *,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """Round 0: time (and optionally profile) the baseline alone."""
-    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx))
-
-
 def evaluate_reference(
     spec: TaskSpec,
     precision: str,
@@ -126,21 +97,8 @@ def evaluate_reference(
         _evaluate(ctx, source.read_text(encoding="utf-8"), None, compile_only, trusted=True), kind="reference"))
 
 
-def validate(
-    spec: TaskSpec,
-    precision: str,
-    options: EvalOptions | None = None,
-    *,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """The baseline against the task's CPU reference, every size and seed (kind='validate')."""
-    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return guarded(ctx, "validate", lambda: _validate(ctx))
-
-
 def _validate(ctx: _Context) -> Evaluation:
+    """The baseline against the task's CPU reference, every size and seed (kind='validate')."""
     spec, precision = ctx.spec, ctx.precision
     built = _build(ctx, None, None)
     if isinstance(built, Evaluation):
@@ -529,3 +487,7 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
             for k in res.kernels
         ]
     return tuple(profiles), ""
+
+
+STEPS = Steps(context=_Context, candidate=_evaluate, baseline=_evaluate_baseline, validate=_validate)
+evaluate, evaluate_baseline, validate = entry_points(STEPS)

@@ -1,4 +1,4 @@
-"""Whitelist for the candidate's nvcc flags (DESIGN §4 Build).
+"""Whitelist for the candidate's nvcc flags (docs/evaluation.md, Compile flags whitelist).
 
 The Compiler agent proposes a command line. It is split with shlex into argv
 (never handed to a shell) and every token must match the whitelist. Input and

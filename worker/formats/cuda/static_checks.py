@@ -1,4 +1,4 @@
-"""Static checks on a candidate source, before any build (DESIGN §8).
+"""Static checks on a candidate source, before any build (docs/architecture.md, Security model).
 
 These are a cheap first line against broken or cheating candidates; the
 correctness check and the timing protocol remain the real defence. Comments

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from worker.engine import sandbox
-from worker.engine import toolchain as tc
-from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
+from worker.engine.context import EvalContext
+from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import HARNESS_LIMITS, classify_crash
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
 from worker.engine.scoring import geometric_mean, score_sizes
@@ -77,61 +77,23 @@ def _sm_of(capability: str) -> int | None:
     return int(m.group(1)) * 10 + int(m.group(2)) if m else None
 
 
-def evaluate_make(
-    spec: MakeTaskSpec,
-    precision: str,
-    candidate_source: str,
-    flags: str | None = None,
-    options: EvalOptions | None = None,
-    *,
-    compile_only: bool = False,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """Check, build, run and score a candidate solution file. `flags` are not used: the Makefile owns them."""
-    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
+def _validate(ctx: _Context) -> Evaluation:
+    """The task itself is sound on this GPU: the shipped solution keeps the anti-cheat rules, builds, passes
+    its own validator, and its times parse. Refreshes the baseline timing cache."""
+    spec, precision = ctx.spec, ctx.precision
+    report = check_solution(spec.baseline_source(precision).read_text(encoding="utf-8", errors="replace"), spec)
+    if not report.ok:
+        msgs = report.messages()
+        return ctx.base(verdict=Verdict.REJECTED, kind="validate", static_violations=msgs,
+                        reason=f"the shipped {spec.runner.solution_file} breaks the task's own rules (a task "
+                               f"problem): {msgs[0]}")
+    return replace(_evaluate_baseline(ctx, fresh=True), kind="validate")
 
 
-def evaluate_make_baseline(
-    spec: MakeTaskSpec,
-    precision: str,
-    options: EvalOptions | None = None,
-    *,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """Round 0: the shipped solution file, built, validated and timed (cached) alone (kind='baseline').
-    Its expert_speedup is the reference's time over the shipped solution's: how far the start is."""
-    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-    return guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx, fresh=False))
-
-
-def validate_make(
-    spec: MakeTaskSpec,
-    precision: str,
-    options: EvalOptions | None = None,
-    *,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """The task itself is sound on this GPU (kind='validate'): the shipped solution keeps the anti-cheat
-    rules, builds, passes its own validator, and its times parse. Refreshes the baseline timing cache."""
-    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
-
-    def steps() -> Evaluation:
-        report = check_solution(spec.baseline_source(precision).read_text(encoding="utf-8", errors="replace"), spec)
-        if not report.ok:
-            msgs = report.messages()
-            return ctx.base(verdict=Verdict.REJECTED, kind="validate", static_violations=msgs,
-                            reason=f"the shipped {spec.runner.solution_file} breaks the task's own rules (a task "
-                                   f"problem): {msgs[0]}")
-        return replace(_evaluate_baseline(ctx, fresh=True), kind="validate")
-
-    return guarded(ctx, "validate", steps)
+def _baseline(ctx: _Context) -> Evaluation:
+    """Round 0: the shipped solution file, built, validated and timed (cached) alone. Its expert_speedup is
+    the reference's time over the shipped solution's: how far the start is."""
+    return _evaluate_baseline(ctx, fresh=False)
 
 
 def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool) -> Evaluation:
@@ -370,3 +332,7 @@ def _baseline_times(ctx: _Context, fresh: bool) -> _Timed | Evaluation:
     cache.store({"task": spec.task_id, "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
                  "cases": [list(c) for c in cases]})
     return _Timed(cases, cached=False, compile=run.compile)
+
+
+STEPS = Steps(context=_Context, candidate=_evaluate, baseline=_baseline, validate=_validate)
+evaluate_make, evaluate_make_baseline, validate_make = entry_points(STEPS)

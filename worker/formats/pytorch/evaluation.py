@@ -1,4 +1,4 @@
-"""Evaluating a KernelBench candidate (DESIGN §8):
+"""Evaluating a KernelBench candidate (docs/architecture.md, Security model):
 
     static checks -> build (imports the candidate: load_inline compiles; no GPU lock, GPU hidden)
     -> check (trials x seeds, poisoned allocator, inputs unchanged) under the GPU lock
@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from worker.engine import toolchain as tc
-from worker.engine.context import EvalOptions, Progress
+from worker.engine.entry import Steps, entry_points
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
 from worker.engine.timing import TimingCache, file_digest, timing_of
@@ -30,63 +28,12 @@ from worker.formats.pytorch.runner import (
     candidate_build_key,
     extension_cache_root,
     missing_gpu,
-    run_guarded,
+    precheck,
     torch_version,
 )
-from worker.formats.pytorch.spec import PyTorchTaskSpec
 from worker.formats.pytorch.static_checks import check_candidate
 
 # ---------------------------------------------------------------- public entry points
-
-
-def evaluate_pytorch(
-    spec: PyTorchTaskSpec,
-    precision: str,
-    candidate_source: str,
-    flags: str | None = None,
-    options: EvalOptions | None = None,
-    *,
-    compile_only: bool = False,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """A candidate ModelNew against the task's Model: static checks, build, check, time, score."""
-    ctx = TorchContext(spec, precision, options, chain, work_dir, progress)
-    return run_guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate_source, flags, compile_only))
-
-
-def evaluate_pytorch_baseline(
-    spec: PyTorchTaskSpec,
-    precision: str,
-    options: EvalOptions | None = None,
-    *,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """Round 0: time the eager Model alone (and torch.compile(Model) where asked)."""
-    ctx = TorchContext(spec, precision, options, chain, work_dir, progress)
-    return run_guarded(ctx, "baseline", lambda: _evaluate_baseline(ctx))
-
-
-def validate_pytorch(
-    spec: PyTorchTaskSpec,
-    precision: str,
-    options: EvalOptions | None = None,
-    *,
-    chain: tc.Toolchain | None = None,
-    work_dir: Path | str | None = None,
-    progress: Progress | None = None,
-) -> Evaluation:
-    """Is the task's Model a usable reference (kind='validate')? It must run at the task's shapes, give the
-    same output twice under one seed (within the tolerance; bitwise is noted), give finite outputs, and agree
-    with a float64 run on the CPU within the tolerance. That last run is skipped, with a note, when it does
-    not finish within options.check_timeout_s or the outputs exceed 256 MiB: a CPU float64 pass over a large
-    convolution can take far longer than the GPU work it checks."""
-    ctx = TorchContext(spec, precision, options, chain, work_dir, progress)
-    return run_guarded(ctx, "validate", lambda: _validate(ctx))
-
 
 # ---------------------------------------------------------------- the steps
 
@@ -363,6 +310,11 @@ def _evaluate_baseline(ctx: TorchContext) -> Evaluation:
 
 
 def _validate(ctx: TorchContext) -> Evaluation:
+    """Is the task's Model a usable reference (kind='validate')? It must run at the task's shapes, give the
+    same output twice under one seed (within the tolerance; bitwise is noted), give finite outputs, and agree
+    with a float64 run on the CPU within the tolerance. That last run is skipped, with a note, when it does
+    not finish within options.check_timeout_s or the outputs exceed 256 MiB: a CPU float64 pass over a large
+    convolution can take far longer than the GPU work it checks."""
     o = ctx.options
     no_gpu = missing_gpu(ctx)
     if no_gpu:
@@ -406,3 +358,8 @@ def _validate(ctx: TorchContext) -> Evaluation:
                     if agreed != "no CPU float64 comparison" else
                     "the reference runs, is deterministic under a seed and gives finite outputs (no CPU float64 "
                     "comparison)")
+
+
+STEPS = Steps(context=TorchContext, candidate=_evaluate, baseline=_evaluate_baseline, validate=_validate,
+              precheck=precheck)
+evaluate_pytorch, evaluate_pytorch_baseline, validate_pytorch = entry_points(STEPS)

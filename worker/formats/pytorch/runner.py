@@ -10,14 +10,13 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from worker.engine import sandbox
 from worker.engine import toolchain as tc
-from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
+from worker.engine.context import EvalContext, EvalOptions, Progress
 from worker.engine.harness import HARNESS_LIMITS, classify_crash, read_result
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
 from worker.formats.pytorch.spec import PyTorchTaskSpec
@@ -189,21 +188,17 @@ def _arch_list(chain: tc.Toolchain) -> str:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
-def run_guarded(ctx: TorchContext, kind: str, steps: Callable[[], Evaluation]) -> Evaluation:
-    """The shared guard (worker.engine.context.guarded), after two checks of this backend's own."""
-
-    def checked() -> Evaluation:
-        if ctx.precision not in ctx.spec.precisions:
-            return ctx.base(verdict=Verdict.REJECTED, kind=kind,
-                            reason=f"{ctx.spec.name} has no {ctx.precision} variant ({', '.join(ctx.spec.precisions)})")
-        if not torch_version():
-            failure = CompileResult("harness", False, "import torch", f"PyTorch is not installed for {sys.executable}")
-            return ctx.base(verdict=Verdict.COMPILE_ERROR, kind=kind, compile=failure,
-                            reason="PyTorch is not installed in the worker's Python: pytorch tasks need it "
-                                   "(a worker problem, not the candidate's)")
-        return steps()
-
-    return guarded(ctx, kind, checked)
+def precheck(ctx: TorchContext, kind: str) -> Evaluation | None:
+    """This format's own checks before any step: the precision exists, PyTorch is installed."""
+    if ctx.precision not in ctx.spec.precisions:
+        return ctx.base(verdict=Verdict.REJECTED, kind=kind,
+                        reason=f"{ctx.spec.name} has no {ctx.precision} variant ({', '.join(ctx.spec.precisions)})")
+    if not torch_version():
+        failure = CompileResult("harness", False, "import torch", f"PyTorch is not installed for {sys.executable}")
+        return ctx.base(verdict=Verdict.COMPILE_ERROR, kind=kind, compile=failure,
+                        reason="PyTorch is not installed in the worker's Python: pytorch tasks need it "
+                               "(a worker problem, not the candidate's)")
+    return None
 
 
 def missing_gpu(ctx: TorchContext) -> str | None:

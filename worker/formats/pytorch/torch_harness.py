@@ -6,7 +6,7 @@ whatever the candidate prints on stdout cannot forge a result; exit code 0 means
 On an exception it writes {"error": "<type>: <message>", "kind", "phase", "traceback"} and exits 1.
 Before each risky step it checkpoints {"incomplete": true, "phase": ...} so a process that dies still says where.
 
-Modes (after KernelBench §3.3 / Appendix B.1 and DESIGN §4):
+Modes (KernelBench's protocol, as docs/evaluation.md describes it under PyTorch tasks):
   build     import the candidate: load_inline compiles (TORCH_EXTENSIONS_DIR caches the build)
   check     Model and ModelNew from the same seed; per trial fresh seeded inputs, the reference on a
             clone, the allocator poisoned (0xFF: NaN for every float type) so an unwritten output fails,

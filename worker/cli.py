@@ -18,6 +18,7 @@ from worker.engine import toolchain as tc
 from worker.engine.context import HARNESS_DIR, REPO_ROOT, EvalOptions
 from worker.engine.results import Evaluation, Verdict
 from worker.engine.taskspec import PRECISIONS
+from worker.engine.timing import ITERS, WARMUP
 from worker.registry import AnySpec, discover_tasks, evaluate, evaluate_baseline, format_of, validate
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
@@ -103,8 +104,8 @@ def format_table(ev: Evaluation) -> str:
 def _options(args: argparse.Namespace) -> EvalOptions:
     return EvalOptions(
         seeds=getattr(args, "seeds", 3),
-        iters=getattr(args, "iters", 50),
-        warmup=getattr(args, "warmup", 3),
+        iters=getattr(args, "iters", ITERS),
+        warmup=getattr(args, "warmup", WARMUP),
         profile=getattr(args, "profile", "none"),
         use_baseline_cache=not getattr(args, "no_baseline_cache", False),
         harness_dir=args.harness_dir,
@@ -300,8 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def timing_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--seeds", type=int, default=3)
-        p.add_argument("--iters", type=int, default=50)
-        p.add_argument("--warmup", type=int, default=3)
+        p.add_argument("--iters", type=int, default=ITERS)
+        p.add_argument("--warmup", type=int, default=WARMUP)
         p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="none")
         p.add_argument("--no-baseline-cache", action="store_true", help="time the baseline again")
         p.add_argument("--torch-compile", action="store_true",
@@ -362,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="filtered")
     p.add_argument("--temperature", type=float, default=0.2)
     p.add_argument("--no-compiler-agent", action="store_true", help="default flags instead of the agent's")
-    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--iters", type=int, default=ITERS)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--prices", help="JSON price table overriding the defaults (USD per 1M tokens)")
     p.add_argument("--out", required=True, help="trajectory JSON to write")

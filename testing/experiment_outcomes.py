@@ -2,7 +2,7 @@
 
 `ExpectedOutcomes` applies the real static checks to each candidate, then returns the verdict the script's
 "tasks" list expects for that kernel file, with made-up timings and profiles (a bottleneck class per
-turn, so the experiment's migration table has entries). Used by tests/worker/test_experiment_script.py and,
+turn, so the experiment's migration table has entries). Used by tests/worker/agents/test_experiment_script.py and,
 under a real Celery worker, by `bench/experiment_fullstack.py --simulated-gpu` (testing/experiment_gpu.py).
 """
 

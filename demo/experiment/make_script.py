@@ -17,7 +17,7 @@ reader sees where each answer comes from:
   most sizes), so the run keeps the baseline and the analyses count a failure.
 
 The kernels' text goes into the script verbatim, so editing one of these files changes the recorded
-conversation: tests/worker/test_experiment_script.py fails until script.json is regenerated, and the
+conversation: tests/worker/agents/test_experiment_script.py fails until script.json is regenerated, and the
 recorded experiment in demo/experiments/ no longer matches it.
 
 Each step is matched by the text only its own task's prompts contain: the user prompt of the Planner,
@@ -27,7 +27,7 @@ order, so the first Coder answer is the first attempt and the second one the fix
 of the real prompts (worker/agents/prompts.py, for an H100) at 4 characters a token, plus what the engine adds
 at run time (results and profile for the Planner, the log for the Debug agent).
 
-The top-level "tasks" list says what each run is expected to do; tests/worker/test_experiment_script.py
+The top-level "tasks" list says what each run is expected to do; tests/worker/agents/test_experiment_script.py
 plays the script through the real pipeline with it, and bench/experiment_fullstack.py compares the
 measured experiment with it.
 

@@ -31,7 +31,7 @@ from worker.engine.results import Bottleneck, Profile, SizeResult
 from worker.engine.taskspec import Tolerance
 from worker.formats.cuda.spec import TaskSpec, parse_signature
 
-DEMO = Path(__file__).parents[2] / "demo" / "scripts" / "vector_add_demo.json"
+DEMO = Path(__file__).parents[3] / "demo" / "scripts" / "vector_add_demo.json"
 PAPER = (
     Path(os.environ.get("KW_REFERENCE_DIR", "/work/shared/reference")) / "cudamaster-mskernelbench-paper.txt"
 )

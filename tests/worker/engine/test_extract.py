@@ -15,7 +15,7 @@ from worker.formats.cuda.flags import check_flags
 from worker.formats.cuda.spec import load_spec
 from worker.formats.cuda.static_checks import check_source
 
-DEMO = Path(__file__).parents[2] / "demo" / "scripts" / "vector_add_demo.json"
+DEMO = Path(__file__).parents[3] / "demo" / "scripts" / "vector_add_demo.json"
 
 GOOD = """\
 #include <cuda_runtime.h>

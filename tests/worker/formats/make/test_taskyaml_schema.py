@@ -14,7 +14,7 @@ from worker.formats.make.schema import load_make_spec
 from worker.formats.make.spec import MakeTaskSpec
 from worker.formats.make.static_checks import check_solution
 
-FIXTURES = Path(__file__).parent / "fixtures" / "taskyaml"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "taskyaml"
 PAPER_TASK = FIXTURES / "class1" / "gemm_softmax"
 
 
@@ -318,7 +318,7 @@ def test_stdout_regex_mode_ignores_the_exit_code(tmp_path):
 
 @pytest.fixture
 def vector_add_spec() -> MakeTaskSpec:
-    return load_make_spec(Path(__file__).resolve().parents[2] / "tasks" / "cudahercules-examples" / "vector_add_make"
+    return load_make_spec(Path(__file__).resolve().parents[4] / "tasks" / "cudahercules-examples" / "vector_add_make"
                           / "task.yaml")
 
 

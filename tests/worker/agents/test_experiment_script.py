@@ -26,7 +26,7 @@ from worker.engine.results import Verdict
 from worker.formats.cuda.evaluation import EvalOptions, evaluate
 from worker.formats.cuda.spec import load_spec
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 EXPERIMENT = REPO / "demo" / "experiment"
 SCRIPT = EXPERIMENT / "script.json"
 DATA = json.loads(SCRIPT.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ import pytest
 from worker.formats.pytorch.spec import load_pytorch_spec
 from worker.formats.pytorch.static_checks import check_candidate
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "kernelbench"
 SPEC = load_pytorch_spec(FIXTURES / "tasks" / "kb-test" / "scale_add" / "spec.toml")
 LENIENT = dataclasses.replace(SPEC, forbid_torch_compute=False)
 

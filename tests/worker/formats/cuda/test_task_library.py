@@ -12,7 +12,7 @@ from worker.formats.cuda.evaluation import EvalOptions, evaluate
 from worker.formats.cuda.static_checks import baseline_kernel_names
 from worker.registry import discover_tasks
 
-TASKS = Path(__file__).parents[2] / "tasks"
+TASKS = Path(__file__).parents[4] / "tasks"
 FOUND = discover_tasks(TASKS, backends=("cuda",))
 CASES = [(s, p) for s in FOUND.specs for p in PRECISIONS if p in s.interfaces]
 needs_tasks = pytest.mark.skipif(not CASES, reason="no task specs under tasks/ yet")

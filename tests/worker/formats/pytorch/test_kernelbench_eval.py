@@ -23,7 +23,7 @@ from worker.formats.pytorch.runner import candidate_build_key, extension_cache_r
 from worker.formats.pytorch.spec import load_pytorch_spec
 from worker.formats.pytorch.task_writer import write_pytorch_task
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kernelbench"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "kernelbench"
 CANDIDATES = FIXTURES / "candidates"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="no C++ compiler")
 
@@ -268,7 +268,7 @@ def test_a_reference_that_fails_is_a_task_problem(tmp_path, options, stand_in_ch
 
 GPU_TASKS = FIXTURES / "tasks" / "kb-gpu"
 # The shipped example task and the demo's hand-written candidate for it (demo/formats/).
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 MATMUL_SQUARE = REPO / "tasks" / "kernelbench-examples" / "matmul_square" / "spec.toml"
 MATMUL_TILED = REPO / "demo" / "formats" / "matmul_square_tiled.py"
 

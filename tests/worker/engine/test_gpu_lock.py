@@ -11,7 +11,7 @@ import pytest
 import worker.engine.gpu_lock as gpu_lock_module
 from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 
-REPO = Path(__file__).parents[2]  # so the child can import worker
+REPO = Path(__file__).parents[3]  # so the child can import worker
 
 
 def test_a_second_holder_waits_for_the_first(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from worker.engine.taskspec import SpecError, Tolerance
 from worker.formats.pytorch.spec import PyTorchTaskSpec, load_pytorch_spec, read_model_file
 from worker.formats.pytorch.task_writer import kernelbench_category, toml_string, write_pytorch_task
 
-TASKS = Path(__file__).parent / "fixtures" / "kernelbench" / "tasks" / "kb-test"
+TASKS = Path(__file__).parents[2] / "fixtures" / "kernelbench" / "tasks" / "kb-test"
 MODEL = (TASKS / "scale_add" / "model.py").read_text(encoding="utf-8")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[4]
 _spec = importlib.util.spec_from_file_location("agreement", REPO / "bench" / "agreement.py")
 agreement = importlib.util.module_from_spec(_spec)
 sys.modules["agreement"] = agreement

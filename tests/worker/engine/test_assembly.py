@@ -8,7 +8,7 @@ from worker.engine import assembly
 from worker.formats.cuda.build import HARNESS_DIR, build
 from worker.formats.cuda.spec import load_spec
 
-VECTOR_ADD = load_spec(Path(__file__).parents[2] / "tasks" / "mskernelbench" / "vector_add" / "spec.toml")
+VECTOR_ADD = load_spec(Path(__file__).parents[3] / "tasks" / "mskernelbench" / "vector_add" / "spec.toml")
 CANDIDATE = """
 __global__ void add_twice_kernel(const float* A, const float* B, float* C, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -22,7 +22,7 @@ from worker.formats.make.output import parse_times
 from worker.formats.make.schema import load_make_spec
 from worker.formats.make.spec import MakeTaskSpec
 
-FIXTURES = Path(__file__).parent / "fixtures" / "taskyaml"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "taskyaml"
 
 MAKEFILE = "test: test.cpp solution.h reference.h\n\tg++ -O1 -std=c++17 -o test test.cpp\n\nclean:\n\trm -f test\n"
 
@@ -347,7 +347,7 @@ def test_a_missing_program_after_the_build_is_a_task_problem(tmp_path, cpu_chain
 
 
 # The shipped example task (make, nvcc, a harness with an "expert" kernel) and its faster candidate.
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 GPU_TASK = REPO / "tasks" / "cudahercules-examples" / "vector_add_make" / "task.yaml"
 FAST_CU = REPO / "demo" / "formats" / "vector_add_make_fast.cu"
 

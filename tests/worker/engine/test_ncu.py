@@ -7,7 +7,7 @@ from worker.engine import ncu
 from worker.engine.results import Bottleneck
 
 # Real `ncu --csv` output from an H100 (vector add, 16M elements), copied from the shared fixtures.
-NCU_FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
+NCU_FIXTURES = Path(__file__).parents[1] / "fixtures" / "ncu"
 
 
 def fixture_text(name: str) -> str:

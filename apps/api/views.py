@@ -24,8 +24,8 @@ from apps.catalog.selectors import tasks_enabled
 from apps.llm.selectors import endpoints_for
 from apps.runs.forms import LaunchForm
 from apps.runs.models import Profile, RunStatus, Turn
-from apps.runs.selectors import events_after, profiles_visible_to, runs_visible_to, turns_visible_to
 from apps.runs.quotas import QuotaExceeded
+from apps.runs.selectors import events_after, profiles_visible_to, runs_visible_to, turns_visible_to
 from apps.runs.services import run_cancel, runs_launch
 from apps.showcase.models import ShareLink
 from apps.showcase.sharing import share_create

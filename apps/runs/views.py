@@ -13,8 +13,8 @@ from apps.runs.filters import run_listing
 from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunEvent
-from apps.runs.selectors import run_for_user
 from apps.runs.quotas import QuotaExceeded
+from apps.runs.selectors import run_for_user
 from apps.runs.services import run_cancel, runs_launch
 from apps.runs.sizes import param_order
 

@@ -339,3 +339,13 @@ def test_the_worker_sends_a_deferred_run_again_with_a_countdown_and_does_not_cla
     assert sent == [("runs.execute_run", (hog.pk,), {"queue": "gpu.h100", "countdown": 7})]
     hog.refresh_from_db()
     assert hog.status == RunStatus.QUEUED and hog.attempts == 0
+
+
+def test_admins_edit_quotas_per_user_or_group_in_the_admin(admin_client, user):
+    assert admin_client.get("/admin/accounts/quota/").status_code == 200
+    response = admin_client.post("/admin/accounts/quota/add/", {"user": user.pk, "active_runs": 40,
+                                                                "note": "thesis deadline"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert limits_for(user).active_runs == 40
+    response = admin_client.post("/admin/accounts/quota/add/", {"active_runs": 40})
+    assert response.status_code == 200 and Quota.objects.count() == 1  # neither a user nor a group: refused

@@ -25,7 +25,7 @@ from apps.experiments.selectors import (
     experiments_with_counts,
 )
 from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
-from apps.runs.quotas import QuotaExceeded
+from apps.runs.quotas import QuotaExceeded, quota_summary
 
 PROGRESS_POLL_SECONDS = 3
 # A standalone SVG may not run scripts or load anything, whatever it contains.
@@ -144,7 +144,8 @@ def experiment_launch_view(request):
     groups = form.task_groups()
     open_groups = {category for category, tasks in groups if any(checked for _, checked in tasks)}
     return render(request, "experiments/launch.html", {"form": form, "task_groups": groups,
-                                                       "open_groups": open_groups})
+                                                       "open_groups": open_groups,
+                                                       "quota_note": quota_summary(request.user)})
 
 
 # ---------------------------------------------------------------------------------------------- detail

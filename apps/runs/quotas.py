@@ -167,3 +167,13 @@ def quota_check_manual_turn(owner) -> None:
     """One more pending manual turn for `owner`."""
     if not _consume(owner, MANUAL_TURNS):
         quota_check(owner, manual_turns=1)
+
+
+def quota_summary(user) -> str:
+    """One sentence for the launch pages: what the user has in flight against their limits ("" for staff)."""
+    if exempt(user):
+        return ""
+    limits = limits_for(user)
+    return (f"Your quota: {runs_in_flight(user)} of {limits.active_runs} runs queued or running, "
+            f"{experiments_in_flight(user)} of {limits.active_experiments} experiments in flight, "
+            f"{manual_turns_pending(user)} of {limits.pending_manual_turns} manual turns waiting.")

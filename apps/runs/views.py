@@ -13,7 +13,7 @@ from apps.runs.filters import run_listing
 from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunEvent
-from apps.runs.quotas import QuotaExceeded
+from apps.runs.quotas import QuotaExceeded, quota_summary
 from apps.runs.selectors import run_for_user
 from apps.runs.services import run_cancel, runs_launch
 from apps.runs.sizes import param_order
@@ -105,7 +105,8 @@ def run_launch(request):
             return redirect(f"{reverse('runs:list')}?owner=me")
     groups = form.task_groups()
     open_groups = {category for category, tasks in groups if any(checked for _, checked in tasks)}
-    return render(request, "runs/launch.html", {"form": form, "task_groups": groups, "open_groups": open_groups})
+    return render(request, "runs/launch.html", {"form": form, "task_groups": groups, "open_groups": open_groups,
+                                                "quota_note": quota_summary(request.user)})
 
 
 @login_required

@@ -102,6 +102,8 @@ def test_the_launch_form_shows_the_quota_as_a_form_error_and_creates_nothing(cli
     assert response.status_code == 200
     assert "Not launched: you have 3 runs queued or running, the limit is 3; wait for some to finish" in html
     assert mine(user) == 3
+    assert "Your quota: 3 of 3 runs queued or running, 0 of 1 experiments in flight, 0 of 2 manual turns" in html
+    assert "Your quota: 3 of 3 runs" in client.get(reverse("experiments:launch")).content.decode()
 
 
 def test_finished_and_cancelled_runs_free_their_place(user, task, limits):

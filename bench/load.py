@@ -40,6 +40,7 @@ def setup_django(var_dir: Path, redis_url: str) -> None:
     os.environ.update(KERNELWEB_VAR_DIR=str(var_dir), DJANGO_SETTINGS_MODULE="kernelweb.settings",
                       REDIS_URL=redis_url)
     os.environ.setdefault("CHANNELS_PREFIX", f"kw-load-{os.getpid()}")  # producers inherit the web's prefix
+    os.environ.setdefault("QUOTA_ACTIVE_RUNS", "1000000")  # measures the API, not the quota (bench/quota_load.py)
     import django
 
     django.setup()

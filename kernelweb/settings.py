@@ -257,6 +257,17 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 KERNELWEB_GPU_QUEUE = env_str("GPU_QUEUE", GPU_QUEUE)
 # Worker registry (apps/fleet): each worker's main process stamps `last_seen` this often; a worker
 # silent for WORKER_DEAD_AFTER_BEATS intervals is dead. Web and workers must agree on both.
+# Per-user quotas on GPU work (apps/runs/quotas.py; admin overrides per user or group: Accounts › Quotas).
+# Staff users are exempt. 0 refuses every launch of that kind.
+QUOTA_ACTIVE_RUNS = env_int("QUOTA_ACTIVE_RUNS", 20, minimum=0)  # queued + running runs (an experiment's count)
+QUOTA_ACTIVE_EXPERIMENTS = env_int("QUOTA_ACTIVE_EXPERIMENTS", 2, minimum=0)  # with a queued or running run
+QUOTA_PENDING_MANUAL_TURNS = env_int("QUOTA_PENDING_MANUAL_TURNS", 5, minimum=0)  # not evaluated yet
+# Fair share between users on a busy queue (apps/runs/fairness.py): a worker does not start a run of a user who
+# already has this many running while another user's run waits on the same queue; it re-queues it after
+# FAIR_SHARE_DEFER_SECONDS. 0 turns the rule off.
+FAIR_SHARE_RUNNING_PER_USER = env_int("FAIR_SHARE_RUNNING_PER_USER", 2, minimum=0)
+FAIR_SHARE_DEFER_SECONDS = env_int("FAIR_SHARE_DEFER_SECONDS", 15, minimum=1)
+
 WORKER_HEARTBEAT_SECONDS = env_float("WORKER_HEARTBEAT_SECONDS", 15.0, minimum=0.1)
 WORKER_DEAD_AFTER_BEATS = env_int("WORKER_DEAD_AFTER_BEATS", 3, minimum=2)
 

@@ -12,12 +12,13 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from apps.api import experiment_serializers as s
-from apps.api.serializers import DetailSerializer
+from apps.api.serializers import QUOTA_EXCEEDED, DetailSerializer, QuotaExceededSerializer
 from apps.api.views import NOT_FOUND, _query
 from apps.experiments import reports
 from apps.experiments.forms import ExperimentLaunchForm
 from apps.experiments.selectors import experiment_progress, experiments_visible_to, experiments_with_counts
 from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
+from apps.runs.quotas import QuotaExceeded
 
 FORBIDDEN = OpenApiResponse(DetailSerializer, description="Only the owner (or staff) may do that.")
 
@@ -59,7 +60,8 @@ class ExperimentList(generics.ListAPIView):
         summary="Launch an experiment: one run per selected task and seed",
         request=s.ExperimentLaunchSerializer,
         responses={201: s.ExperimentDetailSerializer,
-                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages.")},
+                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages."),
+                   429: OpenApiResponse(QuotaExceededSerializer, description=QUOTA_EXCEEDED)},
     )
     def post(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
@@ -76,6 +78,8 @@ class ExperimentList(generics.ListAPIView):
                 is_public=data["is_public"])
         except ExperimentError as exc:
             raise ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}) from exc
+        except QuotaExceeded as exc:
+            return Response(exc.as_dict(), status=status.HTTP_429_TOO_MANY_REQUESTS)
         return Response(_detail(_visible(request).get(pk=experiment.pk)), status=status.HTTP_201_CREATED)
 
 
@@ -115,13 +119,16 @@ class ExperimentRerunFailed(generics.GenericAPIView):
         return _visible(self.request)
 
     @extend_schema(summary="Launch again every trial whose run failed, was cancelled or deleted (owner or staff)",
-                   request=None, responses={200: s.RerunSerializer, 403: FORBIDDEN, 404: NOT_FOUND})
+                   request=None, responses={200: s.RerunSerializer, 403: FORBIDDEN, 404: NOT_FOUND,
+                                            429: OpenApiResponse(QuotaExceededSerializer, description=QUOTA_EXCEEDED)})
     def post(self, request, pk: int):
         experiment = self.get_object()
         try:
             runs = experiment_rerun_failed(experiment, by=request.user)
         except DjangoPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from exc
+        except QuotaExceeded as exc:
+            return Response(exc.as_dict(), status=status.HTTP_429_TOO_MANY_REQUESTS)
         return Response({"runs": [run.pk for run in runs]})
 
 

@@ -150,6 +150,17 @@ class DetailSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
+QUOTA_EXCEEDED = ("Over your quota (apps/runs/quotas.py): `detail` names the limit and what you have in flight; "
+                  "nothing was created.")
+
+
+class QuotaExceededSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    limit = serializers.IntegerField()
+    in_flight = serializers.IntegerField()
+    quota = serializers.ChoiceField(choices=["active_runs", "active_experiments", "pending_manual_turns"])
+
+
 # --- turns, profiles, agent calls, events -----------------------------------------------------------
 
 TURN_SUMMARY_FIELDS = ["id", "run", "round_index", "debug_index", "kind", "parent", "verdict", "score", "valid",

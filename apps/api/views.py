@@ -24,6 +24,7 @@ from apps.catalog.selectors import tasks_enabled
 from apps.llm.selectors import endpoints_for
 from apps.runs.forms import LaunchForm
 from apps.runs.models import Profile, RunStatus, Turn
+from apps.runs.quotas import QuotaExceeded
 from apps.runs.selectors import events_after, profiles_visible_to, runs_visible_to, turns_visible_to
 from apps.runs.services import run_cancel, runs_launch
 from apps.showcase.models import ShareLink
@@ -82,7 +83,8 @@ class RunList(generics.ListAPIView):
         summary="Launch one run per task",
         request=s.LaunchSerializer,
         responses={201: s.LaunchedSerializer,
-                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages.")},
+                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages."),
+                   429: OpenApiResponse(s.QuotaExceededSerializer, description=s.QUOTA_EXCEEDED)},
     )
     def post(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
@@ -91,8 +93,11 @@ class RunList(generics.ListAPIView):
         if not form.is_valid():
             raise ValidationError({api_settings.NON_FIELD_ERRORS_KEY if name == "__all__" else name: list(errors)
                                    for name, errors in form.errors.items()})
-        runs = runs_launch(owner=request.user, tasks=form.cleaned_data["tasks"], config=form.to_config(),
-                           is_public=form.cleaned_data["is_public"])
+        try:
+            runs = runs_launch(owner=request.user, tasks=form.cleaned_data["tasks"], config=form.to_config(),
+                               is_public=form.cleaned_data["is_public"])
+        except QuotaExceeded as exc:
+            return Response(exc.as_dict(), status=status.HTTP_429_TOO_MANY_REQUESTS)
         return Response({"runs": s.RunSerializer(runs, many=True).data}, status=status.HTTP_201_CREATED)
 
 

@@ -177,7 +177,8 @@ def _staging() -> Iterator[tuple[str, Path]]:
 def _safe_relative(name: str) -> PurePosixPath | None:
     """The entry's path inside the archive, or ImportRejected; None for entries to skip."""
     if "\x00" in name:
-        raise ImportRejected(f"{name!r}: a NUL byte in a file name")
+        raise ImportRejected(f"{name!r}: a NUL byte in a member name (it would be cut short there); "
+                             "rename the file and pack the archive again")
     if "\\" in name:
         raise ImportRejected(f"{name!r}: backslashes in paths are not accepted (use an archiver that writes '/')")
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
@@ -233,7 +234,9 @@ def _unpack_zip(upload: IO[bytes], writer: _Writer) -> None:
         if len(infos) > writer.limits.files:
             raise ImportRejected(f"more than {writer.limits.files} files and folders; split the archive")
         for info in infos:
-            rel = _safe_relative(info.filename)
+            # zipfile cuts a name at its first NUL byte (info.filename); the name as stored is orig_filename,
+            # so "kernel.cu\0../x" is refused by name rather than silently unpacked as "kernel.cu".
+            rel = _safe_relative(info.orig_filename)
             kind = stat.S_IFMT(info.external_attr >> 16)  # 0 when the archiver wrote permissions only
             if kind == stat.S_IFLNK:
                 raise ImportRejected(f"{info.filename!r}: symbolic links are not accepted")

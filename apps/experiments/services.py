@@ -17,6 +17,7 @@ from apps.experiments.models import Experiment, ExperimentRun
 from apps.experiments.selectors import current_members
 from apps.llm.selectors import endpoints_for
 from apps.runs.models import Run, RunStatus
+from apps.runs.quotas import quota_reserve
 from apps.runs.services import RunConfig, run_cancel, run_create
 
 MAX_SEEDS = 10
@@ -80,7 +81,7 @@ def experiment_launch(*, owner, name: str, tasks, config: RunConfig, seeds: int 
         raise ExperimentError(f"{len(tasks)} tasks × {seeds} seeds is more than {MAX_RUNS} runs")
     if config.endpoint_id is not None and not endpoints_for(owner).filter(pk=config.endpoint_id).exists():
         raise ExperimentError("that LLM endpoint is not one of yours or a shared one")
-    with transaction.atomic():
+    with transaction.atomic(), quota_reserve(owner, runs=len(tasks) * seeds, experiments=1):
         experiment = Experiment.objects.create(
             name=name, owner=owner, description=description, selection=selection[:500], is_public=is_public,
             endpoint_id=config.endpoint_id, model=config.model, agent_models=config.agent_models or {},
@@ -110,6 +111,8 @@ def experiment_rerun_failed(experiment: Experiment, *, by, dispatch: bool = True
     with transaction.atomic():
         # Serialise re-runs of one experiment: two at once would both pick attempt + 1.
         list(Experiment.objects.select_for_update().filter(pk=experiment.pk).values_list("pk", flat=True))
-        redo = [m for m in current_members(experiment)
-                if m.task.enabled and (m.run is None or m.run.status in RERUN_STATUSES)]
-        return [_launch_member(experiment, m.task, m.seed_index, m.attempt + 1, dispatch) for m in redo]
+        members = current_members(experiment)
+        redo = [m for m in members if m.task.enabled and (m.run is None or m.run.status in RERUN_STATUSES)]
+        idle = not any(m.run is not None and m.run.is_active for m in members)
+        with quota_reserve(experiment.owner, runs=len(redo), experiments=1 if idle and redo else 0):
+            return [_launch_member(experiment, m.task, m.seed_index, m.attempt + 1, dispatch) for m in redo]

@@ -25,6 +25,7 @@ from apps.experiments.selectors import (
     experiments_with_counts,
 )
 from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
+from apps.runs.quotas import QuotaExceeded, quota_summary
 
 PROGRESS_POLL_SECONDS = 3
 # A standalone SVG may not run scripts or load anything, whatever it contains.
@@ -135,13 +136,16 @@ def experiment_launch_view(request):
                 is_public=data["is_public"])
         except ExperimentError as exc:
             form.add_error(None, str(exc))
+        except QuotaExceeded as exc:
+            form.add_error(None, f"Not launched: {exc}.")
         else:
             messages.success(request, f"Experiment {experiment.pk}: {experiment.members.count()} runs queued.")
             return redirect("experiments:detail", pk=experiment.pk)
     groups = form.task_groups()
     open_groups = {category for category, tasks in groups if any(checked for _, checked in tasks)}
     return render(request, "experiments/launch.html", {"form": form, "task_groups": groups,
-                                                       "open_groups": open_groups})
+                                                       "open_groups": open_groups,
+                                                       "quota_note": quota_summary(request.user)})
 
 
 # ---------------------------------------------------------------------------------------------- detail
@@ -205,7 +209,11 @@ def experiment_cancel_view(request, pk: int):
 @require_POST
 def experiment_rerun_view(request, pk: int):
     experiment = _visible(request, pk)
-    runs = experiment_rerun_failed(experiment, by=request.user)
+    try:
+        runs = experiment_rerun_failed(experiment, by=request.user)
+    except QuotaExceeded as exc:
+        messages.error(request, f"Not re-run: {exc}.")
+        return redirect("experiments:detail", pk=pk)
     if runs:
         messages.success(request, f"{len(runs)} failed, cancelled or deleted run(s) queued again.")
     else:

@@ -20,6 +20,7 @@ from django.db.models import Q
 
 from apps.llm.ssrf import check_base_url
 from apps.runs.events import event_append
+from apps.runs.fairness import fair_share_defer
 from apps.runs.jobs import job_guard, job_start
 from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
 from apps.runs.services import run_fail, run_transition
@@ -177,6 +178,8 @@ def _finish(run: Run, sink: DjangoSink, result: PipelineResult) -> None:
 
 
 def run_execute(run_id: int) -> None:
+    if fair_share_defer(run_id):  # its owner holds their share of the GPUs while others wait
+        return
     job = job_start(run_id)
     if job is None:
         return

@@ -13,6 +13,7 @@ from django.db.models import Max
 from apps.runs.dispatch import enqueue_manual_turn
 from apps.runs.events import event_append
 from apps.runs.models import Run, Turn, TurnKind
+from apps.runs.quotas import quota_check_manual_turn, quota_reserve
 
 MAX_SOURCE_BYTES = 256 * 1024  # a kernel file, not a data dump
 
@@ -34,6 +35,7 @@ def turn_submit_manual(*, run: Run, code: str, flags: str = "", dispatch: bool =
     """Append a manual turn to `run` and queue its evaluation once committed."""
     _validate(code, flags)
     with transaction.atomic():
+        quota_check_manual_turn(run.owner)  # QuotaExceeded: too many manual turns waiting
         last = run.turns.aggregate(last=Max("round_index"))["last"]
         baseline = run.turns.filter(round_index=0, debug_index=0).first()
         turn = Turn.objects.create(
@@ -49,7 +51,7 @@ def turn_submit_manual(*, run: Run, code: str, flags: str = "", dispatch: bool =
 def run_create_manual(*, owner, task, code: str, flags: str = "", dispatch: bool = True) -> Run:
     """A run holding only a manual turn: "how fast is my kernel for this task?"."""
     _validate(code, flags)
-    with transaction.atomic():
+    with transaction.atomic(), quota_reserve(owner, manual_turns=1):
         run = Run.objects.create(owner=owner, task=task, model="", rounds=0, debug_rounds=0, origin="manual",
                                  profile_mode="none", task_revision=task.revision)
         event_append(run.pk, "run.queued", {"task": task.slug, "manual": True})

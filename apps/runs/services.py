@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.runs.dispatch import enqueue_run
 from apps.runs.events import event_append
 from apps.runs.models import RUN_TRANSITIONS, Run, RunStatus
+from apps.runs.quotas import quota_check_run, quota_reserve
 
 
 class TransitionError(Exception):
@@ -37,6 +38,7 @@ class RunConfig:
 def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispatch: bool = True) -> Run:
     """Create a queued run and hand it to a GPU worker of its queue once the row is committed."""
     with transaction.atomic():
+        quota_check_run(owner)  # QuotaExceeded: the owner is at their limit (apps/runs/quotas.py)
         run = Run.objects.create(
             owner=owner,
             task=task,
@@ -63,7 +65,8 @@ def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispa
 
 def runs_launch(*, owner, tasks, config: RunConfig, is_public: bool = False) -> list[Run]:
     """One run per task with the same configuration, all or none created."""
-    with transaction.atomic():
+    tasks = list(tasks)
+    with transaction.atomic(), quota_reserve(owner, runs=len(tasks)):
         return [run_create(owner=owner, task=task, config=config, is_public=is_public) for task in tasks]
 
 

@@ -13,6 +13,7 @@ from apps.runs.filters import run_listing
 from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunEvent
+from apps.runs.quotas import QuotaExceeded, quota_summary
 from apps.runs.selectors import run_for_user
 from apps.runs.services import run_cancel, runs_launch
 from apps.runs.sizes import param_order
@@ -91,16 +92,21 @@ def run_launch(request):
     initial = {"tasks": request.GET.getlist("task")}
     form = LaunchForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
-        runs = runs_launch(owner=request.user, tasks=form.cleaned_data["tasks"], config=form.to_config(),
-                           is_public=form.cleaned_data["is_public"])
-        if len(runs) == 1:
-            messages.success(request, f"Run {runs[0].pk} queued.")
-            return redirect("runs:detail", pk=runs[0].pk)
-        messages.success(request, f"{len(runs)} runs queued: {', '.join(str(r.pk) for r in runs)}.")
-        return redirect(f"{reverse('runs:list')}?owner=me")
+        try:
+            runs = runs_launch(owner=request.user, tasks=form.cleaned_data["tasks"], config=form.to_config(),
+                               is_public=form.cleaned_data["is_public"])
+        except QuotaExceeded as exc:
+            form.add_error(None, f"Not launched: {exc}.")
+        else:
+            if len(runs) == 1:
+                messages.success(request, f"Run {runs[0].pk} queued.")
+                return redirect("runs:detail", pk=runs[0].pk)
+            messages.success(request, f"{len(runs)} runs queued: {', '.join(str(r.pk) for r in runs)}.")
+            return redirect(f"{reverse('runs:list')}?owner=me")
     groups = form.task_groups()
     open_groups = {category for category, tasks in groups if any(checked for _, checked in tasks)}
-    return render(request, "runs/launch.html", {"form": form, "task_groups": groups, "open_groups": open_groups})
+    return render(request, "runs/launch.html", {"form": form, "task_groups": groups, "open_groups": open_groups,
+                                                "quota_note": quota_summary(request.user)})
 
 
 @login_required
@@ -126,7 +132,7 @@ def run_manual_turn(request, pk: int):
     if form.is_valid():
         try:
             turn = turn_submit_manual(run=run, code=form.cleaned_data["code"], flags=form.cleaned_data.get("flags", ""))
-        except ManualTurnError as exc:
+        except (ManualTurnError, QuotaExceeded) as exc:
             messages.error(request, f"Not submitted: {exc}.")
         else:
             messages.success(request, f"Manual turn {turn.round_index} queued for evaluation.")
@@ -145,6 +151,8 @@ def task_evaluate(request, task_pk: int):
                                    flags=form.cleaned_data.get("flags", ""))
         except ManualTurnError as exc:
             form.add_error("code", str(exc))
+        except QuotaExceeded as exc:
+            form.add_error(None, f"Not submitted: {exc}.")
         else:
             messages.success(request, f"Your kernel is queued for evaluation as run {run.pk}.")
             return redirect("runs:detail", pk=run.pk)

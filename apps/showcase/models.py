@@ -9,8 +9,8 @@ from apps.runs.models import Run
 class ShareLink(models.Model):
     """A frozen, public comparison of two turns, served at /s/<key>/.
 
-    The key is the first 20 hex digits of sha256 over the snapshot's canonical JSON, so sharing the
-    same pair twice gives the same link and a link's content can never change. The snapshot carries
+    The key is random (apps/showcase/sharing.py; links made before that keep their content-derived
+    keys), and a link's content never changes after creation. The snapshot carries
     everything the page shows, so the link outlives its run (run becomes NULL) and later edits.
     """
 
@@ -30,7 +30,7 @@ class ShareLink(models.Model):
         return f"Share {self.key}"
 
     def save(self, *args, **kwargs):
-        # Immutable by construction: a changed snapshot would no longer match its key.
+        # Immutable: whoever holds the link keeps seeing what was shared.
         if not self._state.adding:
             raise ValueError("a share link never changes after creation; create a new one instead")
         super().save(*args, **kwargs)

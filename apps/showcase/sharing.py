@@ -1,8 +1,10 @@
-"""Share links: an immutable, content-addressed snapshot of two turns of a run (Compiler Explorer style).
+"""Share links: an immutable snapshot of two turns of a run (Compiler Explorer style).
 
 The snapshot holds only what the public page shows (task, GPU, the two codes and their per-size
-results). Its key is derived from its content, so the same pair shared twice is one link, and the
-page never reads the run again: deleting the run or editing a turn later changes nothing.
+results); the page never reads the run again: deleting the run or editing a turn later changes nothing.
+Its key is random (`secrets.token_urlsafe`, 120 bits), so nobody can compute a link from content they
+know or guess; the same user sharing the same content again gets their earlier link back. Links made
+before keys were random keep their content-derived keys and keep working.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import secrets
 
 from django.core.exceptions import PermissionDenied
 
@@ -44,14 +47,20 @@ def share_snapshot(run: Run, turn_a: Turn, turn_b: Turn) -> dict:
     }
 
 
+def new_key() -> str:
+    """A random key: 15 bytes, 20 URL-safe characters (the column's length)."""
+    return secrets.token_urlsafe(15)
+
+
 def snapshot_key(snapshot: dict) -> str:
-    """First 20 hex digits of sha256 over the canonical JSON (sorted keys, no spaces, no NaN)."""
+    """How keys were made before they were random: the first 20 hex digits of sha256 over the canonical JSON
+    (sorted keys, no spaces, no NaN). Kept to recognise such links; no longer used for new ones."""
     canonical = json.dumps(snapshot, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:KEY_LENGTH]
 
 
 def share_create(user, run: Run, turn_a: Turn, turn_b: Turn) -> ShareLink:
-    """The link for this pair: the existing one if the same content was shared before.
+    """A new link for this pair under a random key, or this user's earlier link to the same content.
 
     Raises PermissionDenied if `user` cannot see the run, ValueError if a turn is not the run's.
     """
@@ -61,9 +70,12 @@ def share_create(user, run: Run, turn_a: Turn, turn_b: Turn) -> ShareLink:
     if turn_a.run_id != visible.pk or turn_b.run_id != visible.pk:
         raise ValueError("both turns must belong to the shared run")
     snapshot = share_snapshot(visible, turn_a, turn_b)
-    key = snapshot_key(snapshot)
-    # get_or_create retries the read after a concurrent insert of the same key (unique constraint).
-    link, _ = ShareLink.objects.get_or_create(
-        key=key, defaults={"snapshot": snapshot, "run": visible, "created_by": user}
-    )
-    return link
+    canonical = _canonical(snapshot)
+    for earlier in ShareLink.objects.filter(run=visible, created_by=user):
+        if _canonical(earlier.snapshot) == canonical:
+            return earlier
+    return ShareLink.objects.create(key=new_key(), snapshot=snapshot, run=visible, created_by=user)
+
+
+def _canonical(snapshot: dict) -> str:
+    return json.dumps(snapshot, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -65,7 +65,7 @@ def _share(client, run, a, b):
 
 def _key(response) -> str:
     assert response.status_code == 302, response.status_code
-    match = re.fullmatch(r"/s/([0-9a-f]{20})/", response["Location"])
+    match = re.fullmatch(r"/s/([A-Za-z0-9_-]{20})/", response["Location"])
     assert match, response["Location"]
     return match.group(1)
 
@@ -172,7 +172,7 @@ def test_code_with_script_tags_renders_escaped(task, user, client):
 # ---- share links --------------------------------------------------------------------------------------------
 
 
-def test_share_link_is_content_addressed(demo, admin_user, client):
+def test_the_same_user_sharing_the_same_pair_again_gets_the_same_link(demo, admin_user, client):
     client.force_login(admin_user)
     run = demo["softmax"]
     baseline, compile_error, fixed, *_ = _turns(run)
@@ -183,6 +183,36 @@ def test_share_link_is_content_addressed(demo, admin_user, client):
     assert ShareLink.objects.count() == 3
     link = ShareLink.objects.get(key=key)
     assert (link.run, link.created_by) == (run, admin_user)
+
+
+def test_new_share_keys_are_random_not_derived_from_the_content(demo, admin_user, client, django_user_model):
+    from apps.showcase.sharing import share_snapshot, snapshot_key
+
+    client.force_login(admin_user)
+    run = demo["softmax"]
+    baseline, _, fixed, *_ = _turns(run)
+    key = _key(_share(client, run, baseline, fixed))
+    assert key != snapshot_key(share_snapshot(run, baseline, fixed))
+    other = django_user_model.objects.create_user(username="carol", password="pw-carol-123", is_staff=True)
+    client.force_login(other)
+    other_key = _key(_share(client, run, baseline, fixed))
+    assert other_key != key  # another user sharing the same content cannot learn (or compute) the first link
+    assert ShareLink.objects.get(key=key).snapshot == ShareLink.objects.get(key=other_key).snapshot
+    keys = {_key(_share(client, run, a, b)) for a, b in [(baseline, fixed), (fixed, baseline), (baseline, baseline)]}
+    assert len(keys) == 3 and all(len(k) == 20 for k in keys)
+
+
+def test_links_made_with_content_derived_keys_keep_working(demo, admin_user):
+    from apps.showcase.sharing import share_snapshot, snapshot_key
+
+    run = demo["softmax"]
+    baseline, _, fixed, *_ = _turns(run)
+    snapshot = share_snapshot(run, baseline, fixed)
+    old = ShareLink.objects.create(key=snapshot_key(snapshot), snapshot=snapshot, run=run, created_by=admin_user)
+    assert re.fullmatch(r"[0-9a-f]{20}", old.key)
+    response = Client().get(f"/s/{old.key}/")
+    assert response.status_code == 200
+    assert "Share" not in ShareLink.objects.get(pk=old.pk).key  # untouched
 
 
 def test_share_page_is_public_and_shows_only_what_was_shared(demo, admin_user, client):

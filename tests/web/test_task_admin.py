@@ -185,6 +185,26 @@ def test_unsafe_archives_are_refused_whole_and_nothing_is_written(admin_client, 
     assert not staging.exists() or list(staging.iterdir()) == []
 
 
+def test_a_zip_member_name_with_a_nul_byte_is_refused_naming_the_member_not_truncated(admin_client, dirs, tmp_path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in task_files(tmp_path).items():
+            archive.writestr(name, data)
+        info = zipfile.ZipInfo("testsuite/vadd/kernel.cu")
+        info.filename = "testsuite/vadd/kernel.cu\x00.txt"  # ZipInfo() itself would cut it; a hostile archiver does not
+        archive.writestr(info, b"__global__ void k() {}\n")
+    data = buffer.getvalue()
+    assert b"kernel.cu\x00.txt" in data  # the NUL really is in the archive
+    with pytest.raises(ImportRejected, match=r"testsuite/vadd/kernel\.cu\\x00\.txt'?: a NUL byte in a member name"):
+        import_stage_archive(io.BytesIO(data), "nul.zip", len(data))
+    response = upload(admin_client, data)
+    html = response.content.decode()
+    assert "Refused:" in html and "a NUL byte in a member name" in html and "kernel.cu\\x00.txt" in html
+    assert list(dirs.iterdir()) == [] and Task.objects.count() == 0
+    staging = Path(settings.VAR_DIR) / "task-imports"
+    assert not staging.exists() or list(staging.iterdir()) == []
+
+
 def test_an_oversized_upload_is_refused_before_unpacking(admin_client, dirs):
     response = upload(admin_client, b"\0" * (20 * 1024 * 1024 + 1))
     assert "the limit is 20 MiB per archive" in response.content.decode()

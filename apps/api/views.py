@@ -25,7 +25,7 @@ from apps.llm.selectors import endpoints_for
 from apps.runs.forms import LaunchForm
 from apps.runs.models import Profile, RunStatus, Turn
 from apps.runs.selectors import events_after, profiles_visible_to, runs_visible_to, turns_visible_to
-from apps.runs.services import run_cancel, runs_launch
+from apps.runs.services import QUEUE_UNREACHABLE, run_cancel, runs_launch, runs_unsent
 from apps.showcase.models import ShareLink
 from apps.showcase.sharing import share_create
 
@@ -82,7 +82,9 @@ class RunList(generics.ListAPIView):
         summary="Launch one run per task",
         request=s.LaunchSerializer,
         responses={201: s.LaunchedSerializer,
-                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages.")},
+                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages."),
+                   503: OpenApiResponse(OpenApiTypes.OBJECT, description="The job queue is unreachable: the runs "
+                                        "are saved (`runs`) and start when it is back (`detail` says so).")},
     )
     def post(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
@@ -93,7 +95,11 @@ class RunList(generics.ListAPIView):
                                    for name, errors in form.errors.items()})
         runs = runs_launch(owner=request.user, tasks=form.cleaned_data["tasks"], config=form.to_config(),
                            is_public=form.cleaned_data["is_public"])
-        return Response({"runs": s.RunSerializer(runs, many=True).data}, status=status.HTTP_201_CREATED)
+        data = {"runs": s.RunSerializer(runs, many=True).data}
+        if runs_unsent(runs):  # saved, not yet sent: the reconciler sends them when the broker is back
+            return Response({"detail": QUEUE_UNREACHABLE, **data}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": "60"})
+        return Response(data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema_view(get=extend_schema(responses={200: s.RunSerializer, 404: NOT_FOUND}))

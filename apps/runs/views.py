@@ -14,7 +14,7 @@ from apps.runs.forms import LaunchForm, ManualTurnForm
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
 from apps.runs.models import Run, RunEvent
 from apps.runs.selectors import run_for_user
-from apps.runs.services import run_cancel, runs_launch
+from apps.runs.services import QUEUE_UNREACHABLE, run_cancel, runs_launch, runs_unsent
 from apps.runs.sizes import param_order
 
 EVENTS_SHOWN = 200  # the rest is in the API (events since seq); the live stream resumes after the last
@@ -93,6 +93,11 @@ def run_launch(request):
     if request.method == "POST" and form.is_valid():
         runs = runs_launch(owner=request.user, tasks=form.cleaned_data["tasks"], config=form.to_config(),
                            is_public=form.cleaned_data["is_public"])
+        if runs_unsent(runs):  # saved but not sent: say so with a 503, not a 500 page
+            response = render(request, "runs/launch_unsent.html", {"runs": runs, "message": QUEUE_UNREACHABLE},
+                              status=503)
+            response["Retry-After"] = "60"
+            return response
         if len(runs) == 1:
             messages.success(request, f"Run {runs[0].pk} queued.")
             return redirect("runs:detail", pk=runs[0].pk)

@@ -40,7 +40,7 @@ def test_the_catalog_lists_every_operator_and_every_task_page_renders_its_math(c
 
 
 def test_one_launch_can_queue_a_run_on_every_task_of_the_library(client, user, library, monkeypatch):
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: None)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     client.force_login(user)
     response = client.post(reverse("runs:launch"), {
         "tasks": list(library.values_list("pk", flat=True)), "model": "gpt-test", "rounds": 1,

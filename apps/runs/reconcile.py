@@ -53,11 +53,11 @@ def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
 
 
-def _send(run_id: int, last_attempt, report_ok: list, report: Report) -> None:
-    """Take the send (a conditional update on the last attempt's time, so one reconciler wins), then send."""
-    taken = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED, dispatched_at=last_attempt) if last_attempt \
-        else Run.objects.filter(pk=run_id, status=RunStatus.QUEUED, dispatched_at__isnull=True)
-    if taken.update(dispatch_pending=True, dispatched_at=Now()) != 1:
+def _send(taken, report_ok: list, report: Report) -> None:
+    """Take the send with a conditional update (`taken` repeats the age condition, so of two reconcilers
+    only one matches), then send."""
+    run_id = taken.values_list("pk", flat=True).first()
+    if run_id is None or taken.filter(pk=run_id).update(dispatch_pending=True, dispatched_at=Now()) != 1:
         return
     (report_ok if run_dispatch(run_id) else report.unsent).append(run_id)
 
@@ -107,26 +107,25 @@ def reconcile() -> Report:
     # 1. Unsent: the outbox.
     grace = Now() - _seconds(settings.RUN_DISPATCH_GRACE_SECONDS)
     unsent = (Run.objects.filter(status=RunStatus.QUEUED, dispatch_pending=True)
-              .annotate(last_try=Coalesce("dispatched_at", "created_at")).filter(last_try__lt=grace)
-              .order_by("created_at").values_list("pk", "dispatched_at"))
-    for run_id, last_attempt in unsent:
-        _send(run_id, last_attempt, report.sent, report)
+              .annotate(last_try=Coalesce("dispatched_at", "created_at")).filter(last_try__lt=grace))
+    for run_id in list(unsent.order_by("created_at").values_list("pk", flat=True)):
+        _send(unsent.filter(pk=run_id), report.sent, report)
 
     # 2. Stuck queued: sent, but nobody took it while a worker of its queue was idle.
     cutoff = Now() - _seconds(settings.RUN_REDISPATCH_AFTER_SECONDS)
-    stuck = list(Run.objects.filter(status=RunStatus.QUEUED, dispatch_pending=False, dispatch_attempts__gt=0,
-                                    dispatched_at__lt=cutoff).order_by("created_at"))
+    stale = Run.objects.filter(status=RunStatus.QUEUED, dispatch_pending=False, dispatch_attempts__gt=0,
+                               dispatched_at__lt=cutoff)
+    stuck = list(stale.order_by("created_at"))
     idle = _idle_queues() if stuck else set()
     for run in stuck:
         queue = run_queue_of(run.pk)
         if queue not in idle:
             continue  # waiting for a worker, not lost
         if run.dispatch_attempts >= settings.RUN_MAX_DISPATCHES:
-            if Run.objects.filter(pk=run.pk, dispatched_at=run.dispatched_at).exists() and \
-                    run_fail(run.pk, _stuck_error(run, queue)):
+            if stale.filter(pk=run.pk).exists() and run_fail(run.pk, _stuck_error(run, queue)):
                 report.failed_stuck.append(run.pk)
             continue
-        _send(run.pk, run.dispatched_at, report.resent, report)
+        _send(stale.filter(pk=run.pk), report.resent, report)
 
     # 3. Worker lost: running, and its worker stopped beating.
     started_before = Now() - alive_window()

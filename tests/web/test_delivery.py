@@ -280,3 +280,17 @@ def test_healthz_answers_503_when_the_database_is_down(client, monkeypatch):
     monkeypatch.setattr("apps.accounts.health.check_database", down)
     body = client.get("/healthz")
     assert body.status_code == 503 and body.json()["checks"]["workers"]["status"] == "unknown"
+
+
+def test_a_refused_send_is_sent_with_no_grace_period_as_stored_by_the_database_clock(
+        user, task, broker, settings, django_capture_on_commit_callbacks):
+    """dispatched_at as the failed send wrote it (the database's Now(): on SQLite a string of another
+    precision than Python's) must still match the reconciler's conditions."""
+    import time
+
+    settings.RUN_DISPATCH_GRACE_SECONDS = 0
+    broker.up = False
+    run = launch(user, task, django_capture_on_commit_callbacks)
+    broker.up = True
+    time.sleep(0.01)
+    assert reconcile().sent == [run.pk]

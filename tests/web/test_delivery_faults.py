@@ -17,6 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 
 import pytest
 
@@ -119,14 +120,16 @@ def faults(tmp_path_factory, redis_server):
             print("\nmeasured:", json.dumps(MEASURED))
 
 
-def _launch(stack, *, dispatch=True) -> int:
+def _launch(stack, *, dispatch=True, rounds=ROUNDS, count=1):
     code = ("from django.contrib.auth.models import User; from apps.catalog.models import Task; "
             "from apps.llm.models import LLMEndpoint; from apps.runs.services import RunConfig, run_create; "
             "task = Task.objects.get(operator='vadd', precision='fp32'); "
-            f"config = RunConfig(model='scripted', rounds={ROUNDS}, debug_rounds=0, profile_mode='none', "
+            f"config = RunConfig(model='scripted', rounds={rounds}, debug_rounds=0, profile_mode='none', "
             "endpoint_id=LLMEndpoint.objects.get().pk); "
-            f"print(run_create(owner=User.objects.get(), task=task, config=config, dispatch={dispatch}).pk)")
-    return int(stack.manage("shell", "-c", code).split()[-1])
+            f"print([run_create(owner=User.objects.get(), task=task, config=config, dispatch={dispatch}).pk "
+            f"for _ in range({count})])")
+    ids = json.loads(stack.manage("shell", "-c", code).strip().splitlines()[-1])
+    return ids[0] if count == 1 else ids
 
 
 def _api(stack, path, body=None, token=None):
@@ -151,6 +154,11 @@ def _status(stack, run_id):
                        run_id)[0]
 
 
+def _db_time(stack, column, run_id) -> datetime:
+    value = stack.query(f"SELECT {column} FROM runs_run WHERE id=?", run_id)[0][0]
+    return datetime.fromisoformat(value).replace(tzinfo=None)
+
+
 def _wait(stack, run_id, predicate, what, timeout=90):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -170,7 +178,7 @@ def _started(events):
     return "run.running" in [t for _, t in events]
 
 
-def _assert_clean(stack, run_id, *, end="run.succeeded"):
+def _assert_clean(stack, run_id, *, end="run.succeeded", rounds=ROUNDS):
     """Ends as expected; seq numbers 1..n, each once; one start; each turn stored once."""
     events = _events(stack, run_id)
     seqs, types = [s for s, _ in events], [t for _, t in events]
@@ -180,7 +188,7 @@ def _assert_clean(stack, run_id, *, end="run.succeeded"):
     if end == "run.succeeded":
         assert types.count("run.running") == 1, types
         turns = stack.query("SELECT round_index FROM runs_turn WHERE run_id=? ORDER BY 1", run_id)
-        assert turns == [(r,) for r in range(ROUNDS + 1)]
+        assert turns == [(r,) for r in range(rounds + 1)]
         assert stack.query("SELECT status FROM runs_run WHERE id=?", run_id)[0][0] == "succeeded"
 
 
@@ -218,19 +226,23 @@ def test_launch_with_the_broker_down_answers_503_and_the_run_starts_when_it_is_b
 
 def test_queued_runs_lost_with_a_broker_restart_without_persistence_are_sent_again_and_finish(faults, redis_server):
     stack = faults.stack
-    running = _launch(stack)
+    running = _launch(stack, rounds=8)  # long enough to launch two more behind it
     _wait(stack, running, _started, "the first run's start")
-    queued = [_launch(stack), _launch(stack)]  # their messages wait in Redis: the only worker is busy
+    queued = _launch(stack, count=2)  # their messages wait in Redis: the only worker is busy
     assert all(_status(stack, r)[:3] == ("queued", "", 0) for r in queued)
     redis_server.crash()  # no append-only file: the two messages are gone
     redis_server.start()
+    restarted = time.monotonic()
     _wait(stack, running, _ended, "the running run's end")
-    idle_since = time.monotonic()
     _wait(stack, queued[0], _started, "the first lost run's start")
-    MEASURED["worker_idle_to_lost_run_started_s"] = round(time.monotonic() - idle_since, 2)
+    idle = _db_time(stack, "finished_at", running)
+    MEASURED["worker_idle_to_lost_run_started_s"] = round(
+        (_db_time(stack, "started_at", queued[0]) - idle).total_seconds(), 2)
     for run_id in queued:
         _wait(stack, run_id, _ended, "the end")
-    for run_id in [running, *queued]:
+    MEASURED["broker_restart_to_lost_runs_finished_s"] = round(time.monotonic() - restarted, 2)
+    _assert_clean(stack, running, rounds=8)
+    for run_id in queued:
         _assert_clean(stack, run_id)
     assert all(_status(stack, r)[3] >= 2 for r in queued)  # sent again by the reconciler
     MEASURED["runs_queued_before_restart"] = len(queued) + 1
@@ -244,11 +256,12 @@ def test_a_stuck_queued_run_is_reconciled(faults):
     run_id = _launch(stack, dispatch=False)
     stack.manage("shell", "-c", "from django.db.models.functions import Now; from apps.runs.models import Run; "
                  f"Run.objects.filter(pk={run_id}).update(dispatch_attempts=1, dispatched_at=Now())")
-    stuck_since = time.monotonic()
+    marked = _db_time(stack, "dispatched_at", run_id)
     _wait(stack, run_id, _started, "the stuck run's start")
-    MEASURED["stuck_run_to_started_s"] = round(time.monotonic() - stuck_since, 2)
+    MEASURED["stuck_run_to_started_s"] = round((_db_time(stack, "started_at", run_id) - marked).total_seconds(), 2)
     _wait(stack, run_id, _ended, "the end")
     _assert_clean(stack, run_id)
+    assert _status(stack, run_id)[3] == 2  # sent again once
     assert REDISPATCH_AFTER_S <= MEASURED["stuck_run_to_started_s"] < REDISPATCH_AFTER_S + 15
 
 
@@ -256,6 +269,7 @@ def test_a_run_whose_whole_worker_is_killed_fails_as_worker_lost(faults):
     stack = faults.stack
     run_id = _launch(stack)
     _wait(stack, run_id, lambda ev: "turn.finished" in [t for _, t in ev], "the baseline turn")
+    assert stack.query("SELECT current_run_id FROM fleet_worker WHERE pid=?", faults.worker.pid) == [(run_id,)]
     faults.kill_worker()
     killed = time.monotonic()
     deadline = killed + 30

@@ -53,7 +53,8 @@ def main() -> None:
     dispatch.enqueue_run = lambda run_id: None  # the broker, stubbed: time the reconciler only
     owner = User.objects.create(username="bench")
     task = Task.objects.create(suite="bench", operator="vadd", precision="fp32", title="v", category="c",
-                               entry_point="vadd", interface="", complexity="N", sizes=[{"N": 1}], outputs=["C"])
+                               entry_point="vadd", interface="", complexity="N", sizes=[{"N": 1}], outputs=["C"],
+                               atol=1e-4, rtol=1e-4)
     now = timezone.now()
     old, fresh = now - timedelta(hours=1), now - timedelta(seconds=5)
     Worker.objects.create(name="idle@a", host="a", queues=["gpu"], started_at=old, last_seen=now)

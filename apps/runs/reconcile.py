@@ -139,7 +139,8 @@ def reconcile() -> Report:
                     and run_fail(run.pk, _lost_error(worker)):
                 report.failed_lost.append(run.pk)
     if report.sent or report.resent or report.unsent or report.failed_stuck or report.failed_lost:
-        logger.warning("reconcile: %s (sent %s, re-sent %s, unsent %s, stuck %s, lost %s)", report, report.sent,
-                       report.resent, report.unsent, report.failed_stuck, report.failed_lost)
+        logger.warning("reconcile: %s (runs: sent %s, re-sent %s, unsent %s, stuck %s, lost %s)", report,
+                       *(ids[:20] for ids in (report.sent, report.resent, report.unsent, report.failed_stuck,
+                                              report.failed_lost)))
     return report
 

@@ -294,3 +294,12 @@ def test_a_refused_send_is_sent_with_no_grace_period_as_stored_by_the_database_c
     broker.up = True
     time.sleep(0.01)
     assert reconcile().sent == [run.pk]
+
+
+def test_an_unsent_run_says_so_on_its_page_and_in_the_list(client, user, task, broker,
+                                                           django_capture_on_commit_callbacks):
+    broker.up = False
+    run = launch(user, task, django_capture_on_commit_callbacks)
+    client.force_login(user)
+    for url in (reverse("runs:detail", args=[run.pk]), reverse("runs:list")):
+        assert "not yet sent, the job queue was unreachable" in client.get(url).content.decode(), url

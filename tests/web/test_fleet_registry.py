@@ -186,11 +186,12 @@ def test_the_launch_page_offers_the_gpu_models_and_warns_about_queues_without_li
 
 
 def test_launching_for_a_gpu_model_records_its_queue_and_the_viewer_shows_the_wait(
-        client, user, task, monkeypatch):
+        client, user, task, monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     client.force_login(user)
-    response = client.post("/runs/launch/", {"tasks": [task.pk], "model": "m", "rounds": 1, "debug_rounds": 0,
-                                             "profile_mode": "none", "temperature": 0.2, "gpu": "gpu.h200"})
+    with django_capture_on_commit_callbacks(execute=True):  # sent: the outbox is empty
+        response = client.post("/runs/launch/", {"tasks": [task.pk], "model": "m", "rounds": 1, "debug_rounds": 0,
+                                                 "profile_mode": "none", "temperature": 0.2, "gpu": "gpu.h200"})
     run = Run.objects.get()
     assert response.status_code == 302 and run.queue == "gpu.h200"
     html = client.get(f"/runs/{run.pk}/").content.decode()

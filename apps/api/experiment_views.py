@@ -18,6 +18,7 @@ from apps.experiments import reports
 from apps.experiments.forms import ExperimentLaunchForm
 from apps.experiments.selectors import experiment_progress, experiments_visible_to, experiments_with_counts
 from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
+from apps.runs.services import QUEUE_UNREACHABLE, runs_unsent
 
 FORBIDDEN = OpenApiResponse(DetailSerializer, description="Only the owner (or staff) may do that.")
 
@@ -59,7 +60,9 @@ class ExperimentList(generics.ListAPIView):
         summary="Launch an experiment: one run per selected task and seed",
         request=s.ExperimentLaunchSerializer,
         responses={201: s.ExperimentDetailSerializer,
-                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages.")},
+                   400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages."),
+                   503: OpenApiResponse(OpenApiTypes.OBJECT, description="The job queue is unreachable: the "
+                                        "experiment and its runs are saved and start when it is back.")},
     )
     def post(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
@@ -76,7 +79,11 @@ class ExperimentList(generics.ListAPIView):
                 is_public=data["is_public"])
         except ExperimentError as exc:
             raise ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}) from exc
-        return Response(_detail(_visible(request).get(pk=experiment.pk)), status=status.HTTP_201_CREATED)
+        body = _detail(_visible(request).get(pk=experiment.pk))
+        if runs_unsent([m.run for m in experiment.members.select_related("run") if m.run]):
+            return Response({"detail": QUEUE_UNREACHABLE, **body}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": "60"})
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ExperimentDetail(generics.GenericAPIView):

@@ -303,3 +303,20 @@ def test_an_unsent_run_says_so_on_its_page_and_in_the_list(client, user, task, b
     client.force_login(user)
     for url in (reverse("runs:detail", args=[run.pk]), reverse("runs:list")):
         assert "not yet sent, the job queue was unreachable" in client.get(url).content.decode(), url
+
+
+@pytest.mark.django_db(transaction=True)
+def test_experiment_launch_with_the_broker_down_answers_503_and_keeps_its_runs(client, user, task, broker):
+    broker.up = False
+    api = APIClient()
+    api.force_authenticate(user)
+    response = api.post("/api/experiments/", {"name": "sweep", "tasks": [task.pk], "model": "m"}, format="json")
+    assert response.status_code == 503, response.content
+    assert "job queue is unreachable" in response.json()["detail"]
+    assert list(Run.objects.values_list("status", "dispatch_pending")) == [(RunStatus.QUEUED, True)]
+    client.force_login(user)
+    response = client.post(reverse("experiments:launch"), {"name": "again", "tasks": [task.pk], "model": "m",
+                                                           "rounds": 1, "debug_rounds": 0, "seeds": 1,
+                                                           "profile_mode": "none", "temperature": 0.2})
+    assert response.status_code == 503 and "job queue is unreachable" in response.content.decode()
+    assert Run.objects.filter(dispatch_pending=True).count() == 2

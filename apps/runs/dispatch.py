@@ -13,7 +13,7 @@ from celery import current_app
 from django.db.models import F
 from django.db.models.functions import Now
 
-from apps.runs.models import Run
+from apps.runs.models import Run, Turn
 from apps.runs.selectors import run_queue_of, turn_queue_of
 
 logger = logging.getLogger(__name__)
@@ -52,3 +52,18 @@ def run_dispatch(run_id: int) -> bool:
 def enqueue_manual_turn(turn_id: int) -> None:
     """Queue the evaluation of a manual turn on its run's GPU queue (call after the turn is committed)."""
     _send(EVALUATE_MANUAL_TURN, turn_id, turn_queue_of(turn_id))
+
+
+def turn_dispatch(turn_id: int) -> bool:
+    """As `run_dispatch`, for a manual turn's evaluation: False when the broker refused; the turn stays
+    `dispatch_pending` and the reconciler sends it. Only never-sent turns are sent again (the evaluation
+    of a turn on a finished run is not idempotent the way a run's claim is)."""
+    try:
+        enqueue_manual_turn(turn_id)
+    except Exception as exc:  # noqa: BLE001 - as in run_dispatch
+        logger.warning("manual turn %s not sent, the broker is unreachable (%s: %s); the reconciler will send it",
+                       turn_id, type(exc).__name__, exc)
+        Turn.objects.filter(pk=turn_id).update(dispatch_pending=True)
+        return False
+    Turn.objects.filter(pk=turn_id).update(dispatch_pending=False)
+    return True

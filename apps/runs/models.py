@@ -147,6 +147,8 @@ class Turn(models.Model):
     compile_seconds = models.FloatField(default=0)
     eval_seconds = models.FloatField(default=0)
     profile_seconds = models.FloatField(default=0)
+    # A manual turn's evaluation not yet handed to the broker (it was unreachable): the reconciler sends it.
+    dispatch_pending = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

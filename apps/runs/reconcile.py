@@ -28,8 +28,8 @@ from django.db.models.functions import Coalesce, Now
 
 from apps.fleet.models import Worker
 from apps.fleet.selectors import alive_window, workers_with_liveness
-from apps.runs.dispatch import run_dispatch
-from apps.runs.models import Run, RunStatus
+from apps.runs.dispatch import run_dispatch, turn_dispatch
+from apps.runs.models import Run, RunStatus, Turn
 from apps.runs.selectors import run_queue_of
 from apps.runs.services import run_fail
 
@@ -39,13 +39,15 @@ logger = logging.getLogger(__name__)
 @dataclass
 class Report:
     sent: list[int] = field(default_factory=list)  # unsent runs now sent
+    turns_sent: list[int] = field(default_factory=list)  # unsent manual turns now sent
     resent: list[int] = field(default_factory=list)  # stuck queued runs sent again
-    unsent: list[int] = field(default_factory=list)  # still unsent: the broker refused again
+    unsent: list[int] = field(default_factory=list)  # runs and manual turns still unsent: the broker refused again
     failed_stuck: list[int] = field(default_factory=list)
     failed_lost: list[int] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return (f"sent {len(self.sent)}, re-sent {len(self.resent)}, still unsent {len(self.unsent)}, "
+        return (f"sent {len(self.sent)}, manual turns sent {len(self.turns_sent)}, re-sent {len(self.resent)}, "
+                f"still unsent {len(self.unsent)}, "
                 f"failed as stuck {len(self.failed_stuck)}, failed as worker lost {len(self.failed_lost)}")
 
 
@@ -111,6 +113,13 @@ def reconcile() -> Report:
     for run_id in list(unsent.order_by("created_at").values_list("pk", flat=True)):
         _send(unsent.filter(pk=run_id), report.sent, report)
 
+    # 1b. Unsent manual turns (their runs are `origin="manual"` or already ran: not in the run outbox).
+    unsent_turns = Turn.objects.filter(dispatch_pending=True, created_at__lt=grace)
+    for turn_id in list(unsent_turns.order_by("created_at").values_list("pk", flat=True)):
+        # Taken by clearing the flag first (one reconciler wins); a refused send sets it again.
+        if unsent_turns.filter(pk=turn_id).update(dispatch_pending=False) == 1:
+            (report.turns_sent if turn_dispatch(turn_id) else report.unsent).append(turn_id)
+
     # 2. Stuck queued: sent, but nobody took it while a worker of its queue was idle.
     cutoff = Now() - _seconds(settings.RUN_REDISPATCH_AFTER_SECONDS)
     stale = Run.objects.filter(status=RunStatus.QUEUED, dispatch_pending=False, dispatch_attempts__gt=0,
@@ -138,7 +147,7 @@ def reconcile() -> Report:
                                                          attempts=run.attempts).exists() \
                     and run_fail(run.pk, _lost_error(worker)):
                 report.failed_lost.append(run.pk)
-    if report.sent or report.resent or report.unsent or report.failed_stuck or report.failed_lost:
+    if report.sent or report.turns_sent or report.resent or report.unsent or report.failed_stuck or report.failed_lost:
         logger.warning("reconcile: %s (runs: sent %s, re-sent %s, unsent %s, stuck %s, lost %s)", report,
                        *(ids[:20] for ids in (report.sent, report.resent, report.unsent, report.failed_stuck,
                                               report.failed_lost)))

@@ -320,3 +320,27 @@ def test_experiment_launch_with_the_broker_down_answers_503_and_keeps_its_runs(c
                                                            "profile_mode": "none", "temperature": 0.2})
     assert response.status_code == 503 and "job queue is unreachable" in response.content.decode()
     assert Run.objects.filter(dispatch_pending=True).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_manual_turn_refused_by_the_broker_answers_503_and_the_reconciler_sends_it(client, user, task, settings,
+                                                                                       monkeypatch):
+    settings.RUN_DISPATCH_GRACE_SECONDS = 0
+    sent, up = [], [False]
+
+    def enqueue(turn_id):
+        if not up[0]:
+            raise OperationalError("Connection refused")
+        sent.append(turn_id)
+
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_manual_turn", enqueue)
+    client.force_login(user)
+    response = client.post(reverse("runs:task_evaluate", args=[task.pk]), {"code": "__global__ void k() {}"})
+    assert response.status_code == 503 and "job queue is unreachable" in response.content.decode()
+    run = Run.objects.get()
+    turn = run.turns.get()
+    assert turn.dispatch_pending and run.origin == "manual" and not run.dispatch_pending
+    up[0] = True
+    report = reconcile()
+    assert report.turns_sent == [turn.pk] and sent == [turn.pk] and report.sent == []
+    assert reconcile().turns_sent == []

@@ -35,6 +35,7 @@ static/dist/.built: package.json package-lock.json $(wildcard frontend/*)
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
+# The dev worker also runs Celery beat (-B): the delivery reconciler (apps/runs/reconcile.py) every minute.
 run: migrate static/dist/.built
 	$(BIN)/python manage.py sync_tasks
 	$(BIN)/python manage.py ensure_admin
@@ -44,7 +45,7 @@ run: migrate static/dist/.built
 	@echo "  KernelWeb is starting at http://$(HOST):$(PORT)/  (Ctrl-C stops the web server and the worker)"
 	@echo ""
 	@trap 'trap - INT TERM EXIT; kill 0' INT TERM EXIT; \
-	$(BIN)/celery -A kernelweb worker -Q $(QUEUES) --concurrency 1 --loglevel INFO & \
+	$(BIN)/celery -A kernelweb worker -B -Q $(QUEUES) --concurrency 1 --loglevel INFO & \
 	$(BIN)/daphne -b $(HOST) -p $(PORT) kernelweb.asgi:application
 
 # One Celery worker per GPU of this host, pinned and on its model's queue (gpu.h100,gpu); without a GPU,

@@ -111,10 +111,10 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
-    import apps.runs.services
+    import apps.runs.dispatch
     from apps.runs.models import Run
 
-    apps.runs.services.enqueue_run = lambda run_id: None  # no GPU queue: the rows are what the quota counts
+    apps.runs.dispatch.enqueue_run = lambda run_id: None  # no GPU queue: the rows are what the quota counts
     task, tokens = build(args.users)
     late = list(tokens)[-1]
     flooders = {name: key for name, key in tokens.items() if name != late}

@@ -231,7 +231,8 @@ if not REDIS_URL:
     for folder in ("queue", "processed", "control"):
         (BROKER_DIR / folder).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600 + 600, minimum=60)}
+    {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600 + 600, minimum=60),
+     "socket_connect_timeout": 2}  # a send to an unreachable broker fails in seconds, not minutes
     if REDIS_URL
     else {
         "data_folder_in": str(BROKER_DIR / "queue"),
@@ -270,6 +271,19 @@ FAIR_SHARE_DEFER_SECONDS = env_int("FAIR_SHARE_DEFER_SECONDS", 15, minimum=1)
 
 WORKER_HEARTBEAT_SECONDS = env_float("WORKER_HEARTBEAT_SECONDS", 15.0, minimum=0.1)
 WORKER_DEAD_AFTER_BEATS = env_int("WORKER_DEAD_AFTER_BEATS", 3, minimum=2)
+# Sending a message: give up after ~1 s of retries (the run stays in the outbox, the launch answers 503).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+# Delivery: the outbox and its reconciler (apps/runs/reconcile.py, docs/architecture.md "Delivery").
+# Celery beat runs `runs.reconcile` every RECONCILE_INTERVAL_SECONDS; `manage.py reconcile_runs` does the same once.
+RECONCILE_INTERVAL_SECONDS = env_float("RECONCILE_INTERVAL_SECONDS", 60.0, minimum=1.0)
+# An unsent run younger than this is left to the send after its commit (a request still in flight).
+RUN_DISPATCH_GRACE_SECONDS = env_float("RUN_DISPATCH_GRACE_SECONDS", 30.0, minimum=0.0)
+# A sent run still queued after this, while a live worker of its queue is idle, lost its message: sent again.
+RUN_REDISPATCH_AFTER_SECONDS = env_float("RUN_REDISPATCH_AFTER_SECONDS", 300.0, minimum=1.0)
+# After this many messages without a worker taking the run, it fails with the reason.
+RUN_MAX_DISPATCHES = env_int("RUN_MAX_DISPATCHES", 3, minimum=1)
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # Secrets at rest (LLM endpoint API keys): Fernet keys, comma-separated, newest
 # first so keys can be rotated. Derived from SECRET_KEY when unset (development).

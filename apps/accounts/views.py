@@ -1,7 +1,7 @@
-from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import render
 
+from apps.accounts.health import health
 from apps.catalog.selectors import task_count
 from apps.runs.selectors import runs_visible_to
 
@@ -12,7 +12,7 @@ def home(request):
 
 
 def healthz(request):
-    """Liveness plus a DB round trip, for load balancers and `make run`'s readiness wait."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok"})
+    """Database, broker, channel layer and live workers, each with its status (apps/accounts/health.py):
+    200 "ok" or "degraded", 503 "down" when the database or the broker is unreachable."""
+    report, code = health()
+    return JsonResponse(report, status=code, headers={"Cache-Control": "no-store"})

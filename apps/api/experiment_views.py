@@ -19,6 +19,7 @@ from apps.experiments.forms import ExperimentLaunchForm
 from apps.experiments.selectors import experiment_progress, experiments_visible_to, experiments_with_counts
 from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
 from apps.runs.quotas import QuotaExceeded
+from apps.runs.services import QUEUE_UNREACHABLE, runs_unsent
 
 FORBIDDEN = OpenApiResponse(DetailSerializer, description="Only the owner (or staff) may do that.")
 
@@ -61,7 +62,9 @@ class ExperimentList(generics.ListAPIView):
         request=s.ExperimentLaunchSerializer,
         responses={201: s.ExperimentDetailSerializer,
                    400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages."),
-                   429: OpenApiResponse(QuotaExceededSerializer, description=QUOTA_EXCEEDED)},
+                   429: OpenApiResponse(QuotaExceededSerializer, description=QUOTA_EXCEEDED),
+                   503: OpenApiResponse(OpenApiTypes.OBJECT, description="The job queue is unreachable: the "
+                                        "experiment and its runs are saved and start when it is back.")},
     )
     def post(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
@@ -80,7 +83,11 @@ class ExperimentList(generics.ListAPIView):
             raise ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}) from exc
         except QuotaExceeded as exc:
             return Response(exc.as_dict(), status=status.HTTP_429_TOO_MANY_REQUESTS)
-        return Response(_detail(_visible(request).get(pk=experiment.pk)), status=status.HTTP_201_CREATED)
+        body = _detail(_visible(request).get(pk=experiment.pk))
+        if runs_unsent([m.run for m in experiment.members.select_related("run") if m.run]):
+            return Response({"detail": QUEUE_UNREACHABLE, **body}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": "60"})
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ExperimentDetail(generics.GenericAPIView):

@@ -26,7 +26,7 @@ from apps.runs.forms import LaunchForm
 from apps.runs.models import Profile, RunStatus, Turn
 from apps.runs.quotas import QuotaExceeded
 from apps.runs.selectors import events_after, profiles_visible_to, runs_visible_to, turns_visible_to
-from apps.runs.services import run_cancel, runs_launch
+from apps.runs.services import QUEUE_UNREACHABLE, run_cancel, runs_launch, runs_unsent
 from apps.showcase.models import ShareLink
 from apps.showcase.sharing import share_create
 
@@ -84,7 +84,9 @@ class RunList(generics.ListAPIView):
         request=s.LaunchSerializer,
         responses={201: s.LaunchedSerializer,
                    400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field name → list of messages."),
-                   429: OpenApiResponse(s.QuotaExceededSerializer, description=s.QUOTA_EXCEEDED)},
+                   429: OpenApiResponse(s.QuotaExceededSerializer, description=s.QUOTA_EXCEEDED),
+                   503: OpenApiResponse(OpenApiTypes.OBJECT, description="The job queue is unreachable: the runs "
+                                        "are saved (`runs`) and start when it is back (`detail` says so).")},
     )
     def post(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
@@ -98,7 +100,11 @@ class RunList(generics.ListAPIView):
                                is_public=form.cleaned_data["is_public"])
         except QuotaExceeded as exc:
             return Response(exc.as_dict(), status=status.HTTP_429_TOO_MANY_REQUESTS)
-        return Response({"runs": s.RunSerializer(runs, many=True).data}, status=status.HTTP_201_CREATED)
+        data = {"runs": s.RunSerializer(runs, many=True).data}
+        if runs_unsent(runs):  # saved, not yet sent: the reconciler sends them when the broker is back
+            return Response({"detail": QUEUE_UNREACHABLE, **data}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": "60"})
+        return Response(data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema_view(get=extend_schema(responses={200: s.RunSerializer, 404: NOT_FOUND}))

@@ -26,6 +26,7 @@ from apps.experiments.selectors import (
 )
 from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
 from apps.runs.quotas import QuotaExceeded, quota_summary
+from apps.runs.services import QUEUE_UNREACHABLE, runs_unsent
 
 PROGRESS_POLL_SECONDS = 3
 # A standalone SVG may not run scripts or load anything, whatever it contains.
@@ -139,6 +140,12 @@ def experiment_launch_view(request):
         except QuotaExceeded as exc:
             form.add_error(None, f"Not launched: {exc}.")
         else:
+            runs = [m.run for m in experiment.members.select_related("run", "run__task") if m.run]
+            if runs_unsent(runs):  # saved but not sent: say so with a 503, not a 500 page
+                response = render(request, "runs/launch_unsent.html", {"runs": runs, "message": QUEUE_UNREACHABLE},
+                                  status=503)
+                response["Retry-After"] = "60"
+                return response
             messages.success(request, f"Experiment {experiment.pk}: {experiment.members.count()} runs queued.")
             return redirect("experiments:detail", pk=experiment.pk)
     groups = form.task_groups()

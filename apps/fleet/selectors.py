@@ -91,10 +91,15 @@ def run_queue(run: Run) -> str:
     return run.queue or settings.KERNELWEB_GPU_QUEUE  # runs from before targeting went to the default
 
 
+UNSENT = "waiting: not yet sent, the job queue was unreachable; it is sent automatically when the queue is back"
+
+
 def run_wait_status(run: Run) -> str:
-    """The run header's status line for a queued run nobody can take; "" otherwise."""
+    """The run header's status line for a queued run nobody can take (or not yet sent); "" otherwise."""
     if run.status != RunStatus.QUEUED:
         return ""
+    if run.dispatch_pending:
+        return UNSENT
     return wait_reason(run_queue(run), queue_states())
 
 
@@ -104,7 +109,8 @@ def attach_wait_status(runs: Iterable[Run]) -> None:
     queued = [run for run in runs if run.status == RunStatus.QUEUED]
     states = queue_states() if queued else {}
     for run in runs:
-        run.wait_status = wait_reason(run_queue(run), states) if run.status == RunStatus.QUEUED else ""
+        run.wait_status = ("" if run.status != RunStatus.QUEUED else UNSENT if run.dispatch_pending
+                           else wait_reason(run_queue(run), states))
 
 
 @dataclass(frozen=True)

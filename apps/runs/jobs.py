@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from celery import current_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from apps.runs.events import event_append
 from apps.runs.models import Run, RunStatus
-from apps.runs.services import run_claim, run_fail, run_reclaim
+from apps.runs.services import DuplicateDelivery, run_claim, run_fail, run_reclaim
 from worker.engine import toolchain
 from worker.engine.revision import short_revision, task_revision
 from worker.engine.taskspec import SpecError
@@ -52,12 +53,27 @@ def _run_fail(run_id: int) -> Fail:
     return lambda message, verdict: run_fail(run_id, message)
 
 
+def _message_id() -> str:
+    """The id of the Celery message being executed ("" outside a task)."""
+    request = getattr(current_task, "request", None)
+    return str(getattr(request, "id", "") or "")
+
+
 def _claim(run_id: int, host: str, gpu_name: str) -> bool:
-    if run_claim(run_id, worker_host=host, gpu_name=gpu_name):
+    """Idempotent: of several messages for one run (a redelivery, or a re-send by the reconciler,
+    apps/runs/reconcile.py), the first claims it; a redelivery of that same message takes it over
+    (its worker was lost); any other message finds it taken or finished and does nothing."""
+    message = _message_id()
+    if run_claim(run_id, worker_host=host, gpu_name=gpu_name, message=message):
         return True
     status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
-    if status == RunStatus.RUNNING and run_reclaim(run_id, worker_host=host, gpu_name=gpu_name):
-        return True  # redelivered after its worker was lost
+    if status == RunStatus.RUNNING:
+        try:
+            if run_reclaim(run_id, worker_host=host, gpu_name=gpu_name, message=message):
+                return True  # redelivered after its worker was lost
+        except DuplicateDelivery as exc:
+            logger.info("%s; dropped", exc)
+            return False
     logger.info("run %s is %s; nothing to do", run_id, status or "gone")
     return False
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
-from apps.runs.dispatch import enqueue_manual_turn
+from apps.runs.dispatch import turn_dispatch
 from apps.runs.events import event_append
 from apps.runs.models import Run, Turn, TurnKind
 from apps.runs.quotas import quota_check_manual_turn, quota_reserve
@@ -41,11 +41,19 @@ def turn_submit_manual(*, run: Run, code: str, flags: str = "", dispatch: bool =
         turn = Turn.objects.create(
             run=run, round_index=(last + 1) if last is not None else 1, debug_index=0, kind=TurnKind.MANUAL,
             parent=baseline, code=code, compile_command=flags, verdict="queued", scheme="Submitted by hand",
+            dispatch_pending=dispatch,
         )
         event_append(run.pk, "turn.submitted", {"round": turn.round_index, "debug": 0, "kind": "manual"})
         if dispatch:
-            transaction.on_commit(lambda: enqueue_manual_turn(turn.pk))
+            transaction.on_commit(lambda: turn_dispatch(turn.pk))
     return turn
+
+
+def turn_unsent(turn: Turn) -> bool:
+    """Whether the broker refused a just-submitted manual turn (it waits for the reconciler)."""
+    if transaction.get_connection().in_atomic_block:
+        return False  # nothing sent yet inside an outer transaction
+    return Turn.objects.filter(pk=turn.pk, dispatch_pending=True).exists()
 
 
 def run_create_manual(*, owner, task, code: str, flags: str = "", dispatch: bool = True) -> Run:

@@ -85,11 +85,22 @@ class Run(models.Model):
     # Event stream bookkeeping: the last RunEvent.seq handed out for this run.
     last_event_seq = models.PositiveBigIntegerField(default=0, editable=False)
 
+    # Delivery to a worker, a transactional outbox on the row itself (apps/runs/delivery.py): run_create
+    # sets `dispatch_pending` in the transaction that saves the run; the send after commit clears it and
+    # stamps `dispatched_at`. A failed send leaves it pending for the reconciler. `claim_message` is the
+    # Celery message that moved the run to running: only a redelivery of that message may take it over.
+    dispatch_pending = models.BooleanField(default=False, editable=False)
+    dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+    dispatch_attempts = models.PositiveSmallIntegerField(default=0, editable=False,
+                                                         help_text="Messages sent for this run.")
+    claim_message = models.CharField(max_length=64, blank=True, editable=False)
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["owner", "-created_at"]),
             models.Index(fields=["status", "-created_at"]),
+            models.Index(fields=["status", "dispatched_at"], name="runs_run_delivery"),
             models.Index(fields=["task", "-best_score"]),
         ]
 
@@ -136,6 +147,8 @@ class Turn(models.Model):
     compile_seconds = models.FloatField(default=0)
     eval_seconds = models.FloatField(default=0)
     profile_seconds = models.FloatField(default=0)
+    # A manual turn's evaluation not yet handed to the broker (it was unreachable): the reconciler sends it.
+    dispatch_pending = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

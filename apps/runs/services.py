@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.runs.dispatch import enqueue_run
+from apps.runs.dispatch import run_dispatch
 from apps.runs.events import event_append
 from apps.runs.models import RUN_TRANSITIONS, Run, RunStatus
 from apps.runs.quotas import quota_check_run, quota_reserve
@@ -56,10 +56,11 @@ def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispa
             cost_budget_usd=config.cost_budget_usd,
             queue=config.queue or settings.KERNELWEB_GPU_QUEUE,
             task_revision=task.revision,
+            dispatch_pending=dispatch,  # the outbox: sent after commit, or later by the reconciler
         )
         event_append(run.pk, "run.queued", {"task": task.slug, "model": config.model})
         if dispatch:
-            transaction.on_commit(lambda: enqueue_run(run.pk))
+            transaction.on_commit(lambda: run_dispatch(run.pk))
     return run
 
 
@@ -68,6 +69,19 @@ def runs_launch(*, owner, tasks, config: RunConfig, is_public: bool = False) -> 
     tasks = list(tasks)
     with transaction.atomic(), quota_reserve(owner, runs=len(tasks)):
         return [run_create(owner=owner, task=task, config=config, is_public=is_public) for task in tasks]
+
+
+QUEUE_UNREACHABLE = ("the job queue is unreachable; your run is saved and will start when it is back "
+                     "(the reconciler sends it as soon as the broker answers)")
+
+
+def runs_unsent(runs: list[Run]) -> list[int]:
+    """Which of just-launched `runs` the broker refused (still in the outbox): call after `runs_launch`
+    returns. Inside an outer transaction nothing has been sent yet, so nothing is reported."""
+    if transaction.get_connection().in_atomic_block or not runs:
+        return []
+    return list(Run.objects.filter(pk__in=[r.pk for r in runs], dispatch_pending=True,
+                                   status=RunStatus.QUEUED).values_list("pk", flat=True))
 
 
 def _allowed_sources(target: str) -> list[str]:
@@ -102,21 +116,31 @@ def run_transition(run_id: int, target: str, *, error: str = "", **fields) -> bo
 MAX_ATTEMPTS = 2  # a run whose worker dies is started once more, then failed
 
 
-def run_claim(run_id: int, *, worker_host: str, gpu_name: str = "") -> bool:
-    """Claim a queued run for this worker; exactly one of several racing claims wins."""
+def run_claim(run_id: int, *, worker_host: str, gpu_name: str = "", message: str = "") -> bool:
+    """Claim a queued run for this worker; exactly one of several racing claims wins. `message` is the
+    Celery message id that carried the claim: only a redelivery of it may take the run over later."""
     return run_transition(run_id, RunStatus.RUNNING, worker_host=worker_host, gpu_name=gpu_name,
-                          attempts=F("attempts") + 1)
+                          attempts=F("attempts") + 1, claim_message=message)
 
 
-def run_reclaim(run_id: int, *, worker_host: str, gpu_name: str = "") -> bool:
+class DuplicateDelivery(Exception):
+    """A second message for a run that another message is running (the reconciler re-sent it)."""
+
+
+def run_reclaim(run_id: int, *, worker_host: str, gpu_name: str = "", message: str = "") -> bool:
     """Take over a run whose message came back while it was `running`: its worker was lost.
 
     The broker only redelivers an unacknowledged message when the worker holding it died (late
     acks, reject on worker lost, visibility timeout above the hard time limit), so a running run
     that arrives again is an orphan. It is restarted once; the second loss fails it for good.
+    A different message for a running run is a duplicate (the reconciler re-sends queued runs whose
+    message may have been lost with a broker restart): it raises DuplicateDelivery and changes nothing.
     """
     with transaction.atomic():
-        previous = Run.objects.filter(pk=run_id).values_list("worker_host", flat=True).first()
+        previous, claimed_by = Run.objects.filter(pk=run_id).values_list("worker_host", "claim_message").first() \
+            or ("", "")
+        if message and claimed_by and message != claimed_by:
+            raise DuplicateDelivery(f"run {run_id} is running under message {claimed_by}; {message} is a duplicate")
         taken = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts__lt=MAX_ATTEMPTS).update(
             attempts=F("attempts") + 1, worker_host=worker_host, gpu_name=gpu_name
         ) == 1

@@ -29,3 +29,11 @@ def execute_run(run_id: int) -> None:
 @shared_task(base=RunQueueTask, name=EVALUATE_MANUAL_TURN, acks_late=True, queue_of=staticmethod(turn_queue_of))
 def evaluate_manual_turn(turn_id: int) -> None:
     manual_turn_evaluate(turn_id)
+
+
+@shared_task(name="runs.reconcile", ignore_result=True)
+def reconcile_runs() -> str:
+    """Celery beat's periodic pass of the delivery reconciler (apps/runs/reconcile.py)."""
+    from apps.runs.reconcile import reconcile
+
+    return str(reconcile())

@@ -6,11 +6,14 @@ looks exactly like one executed here; its events are replayed in their recorded 
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from decimal import Decimal
 
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from apps.catalog.models import Task
 from apps.runs.events import event_append
@@ -32,6 +35,17 @@ def _turn(data: dict) -> TurnRecord:
     return TurnRecord(**fields)
 
 
+def _recorded_at(data: dict) -> datetime.datetime | None:
+    """The trajectory's `created` (when its run was recorded), timezone-aware; None when it has none."""
+    value = data.get("created")
+    if not value:
+        return None
+    moment = parse_datetime(value) if isinstance(value, str) else None
+    if moment is None:
+        raise TrajectoryImportError(f"'created' must be an ISO 8601 date and time, got {value!r}")
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, datetime.UTC)
+
+
 def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = False) -> Run:
     origin = "import:" + hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     existing = Run.objects.filter(origin=origin).first()
@@ -43,6 +57,7 @@ def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = 
             f"no task {data['suite']}/{data['task']}/{data['precision']} in the database; run `manage.py sync_tasks`"
         )
     config, result = data["config"], data["result"]
+    recorded = _recorded_at(data)
     with transaction.atomic():
         run = Run.objects.create(
             task=task, owner=owner, is_public=public, origin=origin, model=config.get("model", ""),
@@ -68,6 +83,7 @@ def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = 
             best_turn=best, best_score=result.get("best_score"), tokens_in=result.get("tokens_in", 0),
             tokens_out=result.get("tokens_out", 0), cost_usd=Decimal(str(round(result.get("cost_usd", 0.0), 6))),
             wall_time_s=result.get("wall_seconds", 0.0), gpu_time_s=result.get("gpu_seconds", 0.0),
+            **({"created_at": recorded} if recorded else {}),  # when it was recorded, not when imported
         )
         status = {"succeeded": RunStatus.SUCCEEDED, "cancelled": RunStatus.CANCELLED}.get(
             result.get("status"), RunStatus.FAILED

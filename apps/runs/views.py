@@ -11,11 +11,11 @@ from apps.fleet.selectors import attach_wait_status, run_wait_status
 from apps.runs import viewer
 from apps.runs.filters import run_listing
 from apps.runs.forms import LaunchForm, ManualTurnForm
-from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
+from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual, turn_unsent
 from apps.runs.models import Run, RunEvent
 from apps.runs.quotas import QuotaExceeded, quota_summary
 from apps.runs.selectors import run_for_user
-from apps.runs.services import run_cancel, runs_launch
+from apps.runs.services import QUEUE_UNREACHABLE, run_cancel, runs_launch, runs_unsent
 from apps.runs.sizes import param_order
 
 EVENTS_SHOWN = 200  # the rest is in the API (events since seq); the live stream resumes after the last
@@ -87,6 +87,13 @@ def run_live(request, pk: int):
     return render(request, "runs/_live.html", _viewer_context(request, run))
 
 
+def _unsent_response(request, runs):
+    """Saved but not sent (the broker refused): a 503 page that says so, never a 500."""
+    response = render(request, "runs/launch_unsent.html", {"runs": runs, "message": QUEUE_UNREACHABLE}, status=503)
+    response["Retry-After"] = "60"
+    return response
+
+
 @login_required
 def run_launch(request):
     initial = {"tasks": request.GET.getlist("task")}
@@ -98,6 +105,8 @@ def run_launch(request):
         except QuotaExceeded as exc:
             form.add_error(None, f"Not launched: {exc}.")
         else:
+            if runs_unsent(runs):  # saved but not sent: say so with a 503, not a 500 page
+                return _unsent_response(request, runs)
             if len(runs) == 1:
                 messages.success(request, f"Run {runs[0].pk} queued.")
                 return redirect("runs:detail", pk=runs[0].pk)
@@ -135,6 +144,8 @@ def run_manual_turn(request, pk: int):
         except (ManualTurnError, QuotaExceeded) as exc:
             messages.error(request, f"Not submitted: {exc}.")
         else:
+            if turn_unsent(turn):
+                return _unsent_response(request, [run])
             messages.success(request, f"Manual turn {turn.round_index} queued for evaluation.")
     else:
         messages.error(request, "Not submitted: " + "; ".join(e for errs in form.errors.values() for e in errs))
@@ -154,6 +165,8 @@ def task_evaluate(request, task_pk: int):
         except QuotaExceeded as exc:
             form.add_error(None, f"Not submitted: {exc}.")
         else:
+            if turn_unsent(run.turns.get()):
+                return _unsent_response(request, [run])
             messages.success(request, f"Your kernel is queued for evaluation as run {run.pk}.")
             return redirect("runs:detail", pk=run.pk)
     return render(request, "runs/task_evaluate.html", {"task": task, "form": form})

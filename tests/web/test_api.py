@@ -103,7 +103,7 @@ def test_password_guessing_on_the_token_endpoint_is_throttled(api, user):
 
 
 def test_a_session_post_without_the_csrf_token_is_refused(user, task, monkeypatch):
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: None)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     client = APIClient(enforce_csrf_checks=True)
     client.login(username="alice", password="pw-alice-123")
     assert client.get("/api/runs/").status_code == 200  # safe methods need no token
@@ -173,7 +173,7 @@ def test_launch_creates_one_run_per_task_and_dispatches_after_commit(
     user, task, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: sent.append(run_id))
     bf16 = Task.objects.get(pk=task.pk)
     bf16.pk, bf16.precision = None, "bf16"
     bf16.save()
@@ -194,7 +194,7 @@ def test_launch_creates_one_run_per_task_and_dispatches_after_commit(
 
 
 def test_launch_fills_omitted_settings_with_the_launch_page_defaults(user, task, monkeypatch):
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: None)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     response = signed_in(user).post("/api/runs/", {"tasks": [task.pk], "model": "m"}, format="json")
     assert response.status_code == 201, response.content
     run = Run.objects.get()
@@ -218,7 +218,7 @@ def test_launch_fills_omitted_settings_with_the_launch_page_defaults(user, task,
 def test_launch_rejects_bad_input_with_field_errors_and_creates_nothing(user, other_user, task, change, field,
                                                                         message, monkeypatch):
     sent = []
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: sent.append(run_id))
     lab = LLMEndpoint.objects.create(name="lab", base_url="http://127.0.0.1:9/v1", model_names=["a", "b"])
     bobs = LLMEndpoint.objects.create(name="bobs", base_url="http://127.0.0.1:9/v1", owner=other_user)
     body = {"tasks": [task.pk], "endpoint": lab.pk, "model": "a", "rounds": 1, **change}
@@ -386,7 +386,7 @@ def test_endpoints_list_yours_and_the_shared_ones_never_the_key(user, other_user
 
 
 def test_an_endpoint_api_key_never_appears_in_any_response(make_run, user, task, monkeypatch):
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: None)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     secret = "sk-live-NEVER-ECHO-42"
     endpoint = LLMEndpoint(name="lab", base_url="https://llm.example/v1", model_names=["m"], owner=user)
     endpoint.set_api_key(secret)

@@ -69,7 +69,7 @@ def moved(text: str) -> str:
 # --- static checks ----------------------------------------------------------------------------------
 
 def test_the_units_run_programs_of_this_checkout_with_the_documented_environment_file():
-    for name in ("kernelweb-web.service", "kernelweb-worker@.service"):
+    for name in ("kernelweb-web.service", "kernelweb-worker@.service", "kernelweb-reconciler.service"):
         service = parse_unit(DEPLOY / "systemd" / name)["Service"]
         assert service["WorkingDirectory"] == [INSTALL_DIR] and service["EnvironmentFile"] == [ENV_FILE], name
         argv = shlex.split(moved(service["ExecStart"][0]).replace("%i", "0"))
@@ -86,7 +86,8 @@ def test_systemd_analyze_verifies_both_units_without_a_warning(tmp_path):
     env_file = tmp_path / "kernelweb.env"
     env_file.write_text((DEPLOY / "kernelweb.env.example").read_text())
     for source, target in (("kernelweb-web.service", "kernelweb-web.service"),
-                           ("kernelweb-worker@.service", "kernelweb-worker@0.service")):
+                           ("kernelweb-worker@.service", "kernelweb-worker@0.service"),
+                           ("kernelweb-reconciler.service", "kernelweb-reconciler.service")):
         unit = tmp_path / target
         unit.write_text(moved((DEPLOY / "systemd" / source).read_text()).replace(ENV_FILE, str(env_file)))
         result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
@@ -274,7 +275,7 @@ def test_the_procfile_starts_the_web_server_and_a_worker_per_gpu(deployment, pro
     env, port = deployment["env"], free_port()
     lines = dict(line.split(": ", 1) for line in (DEPLOY / "Procfile").read_text().splitlines()
                  if line and not line.startswith("#"))
-    assert set(lines) == {"web", "worker"}
+    assert set(lines) == {"web", "worker", "reconciler"}
     for name, command in lines.items():  # as honcho and foreman run them: through sh, in the checkout
         processes.start(f"proc-{name}", ["sh", "-c", f"exec {command}"], {**env, "PORT": str(port)})
     wait_until("the web server", lambda: https(port, "/healthz").status == 200, lambda: processes.log("proc-web"))

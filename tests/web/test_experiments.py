@@ -33,7 +33,7 @@ CB, ML, MB = "compute_bound", "memory_latency_bound", "memory_bandwidth_bound"
 @pytest.fixture
 def sent(monkeypatch):
     dispatched = []
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: dispatched.append(run_id))
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: dispatched.append(run_id))
     return dispatched
 
 
@@ -379,7 +379,7 @@ def test_runs_that_end_without_a_gpu_count_as_failures(user, tasks, monkeypatch,
     from worker.engine import toolchain
     if toolchain.detect().gpu is not None:
         pytest.skip("asserts the no-GPU ending; on a GPU host the runs go on to the pipeline")
-    monkeypatch.setattr("apps.runs.services.enqueue_run", run_execute)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", run_execute)
     with django_capture_on_commit_callbacks(execute=True):
         experiment = launch(user, tasks, seeds=2)
     progress = experiment_progress(experiment)

@@ -21,7 +21,7 @@ CB, ML, MB = "compute_bound", "memory_latency_bound", "memory_bandwidth_bound"
 @pytest.fixture(autouse=True)
 def no_worker(monkeypatch):
     sent = []
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: sent.append(run_id))
     return sent
 
 

@@ -40,7 +40,7 @@ EVIL = '<script>alert("x")</script>'
 def no_worker(monkeypatch):
     """Runs launched from a page go nowhere: the test is about the page, not the worker."""
     sent = []
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: sent.append(run_id))
     return sent
 
 

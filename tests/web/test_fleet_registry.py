@@ -186,11 +186,12 @@ def test_the_launch_page_offers_the_gpu_models_and_warns_about_queues_without_li
 
 
 def test_launching_for_a_gpu_model_records_its_queue_and_the_viewer_shows_the_wait(
-        client, user, task, monkeypatch):
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: None)
+        client, user, task, monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     client.force_login(user)
-    response = client.post("/runs/launch/", {"tasks": [task.pk], "model": "m", "rounds": 1, "debug_rounds": 0,
-                                             "profile_mode": "none", "temperature": 0.2, "gpu": "gpu.h200"})
+    with django_capture_on_commit_callbacks(execute=True):  # sent: the outbox is empty
+        response = client.post("/runs/launch/", {"tasks": [task.pk], "model": "m", "rounds": 1, "debug_rounds": 0,
+                                                 "profile_mode": "none", "temperature": 0.2, "gpu": "gpu.h200"})
     run = Run.objects.get()
     assert response.status_code == 302 and run.queue == "gpu.h200"
     html = client.get(f"/runs/{run.pk}/").content.decode()
@@ -258,7 +259,7 @@ def test_the_workers_api_lists_state_gpu_and_visible_runs_only(user, other_user,
 
 
 def test_launching_through_the_api_takes_a_gpu_model(user, task, monkeypatch):
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: None)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     api = APIClient()
     api.force_authenticate(user)
     response = api.post("/api/runs/", {"tasks": [task.pk], "model": "m", "gpu": "H100"}, format="json")

@@ -1,5 +1,6 @@
 """Loading trajectories recorded on a GPU host (the committed demo data, measured on an H200)."""
 
+import json
 from io import StringIO
 from pathlib import Path
 
@@ -72,3 +73,19 @@ def test_imported_run_page_renders(library, admin_user, client):
     client.force_login(admin_user)
     response = client.get(reverse("runs:detail", args=[Run.objects.get().pk]))
     assert response.status_code == 200 and b"run.succeeded" in response.content
+
+
+def test_an_imported_run_keeps_the_time_it_was_recorded(library, admin_user):
+    call_command("import_trajectory", str(DEMO), stdout=StringIO())
+    assert Run.objects.get().created_at.isoformat() == "2026-11-22T03:42:02+00:00"
+
+
+def test_a_malformed_recorded_time_is_refused_and_nothing_is_stored(library, admin_user, tmp_path):
+    data = json.loads(DEMO.read_text())
+    data["created"] = "last tuesday"
+    bad = tmp_path / "bad_created.json"
+    bad.write_text(json.dumps(data))
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_trajectory", str(bad), stdout=StringIO(), stderr=err)
+    assert "'created' must be an ISO 8601 date and time" in err.getvalue() and Run.objects.count() == 0

@@ -86,7 +86,7 @@ def test_a_manual_kernel_that_does_not_compile_keeps_the_compiler_log(vector_add
 def test_evaluate_page_queues_a_run_for_the_signed_in_user(client, vector_add, user,
                                                           django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr("apps.runs.manual.enqueue_manual_turn", sent.append)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_manual_turn", sent.append)
     client.force_login(user)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("runs:task_evaluate", args=[vector_add.pk]), {"code": FAST})

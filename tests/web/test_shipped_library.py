@@ -42,7 +42,7 @@ def test_the_catalog_lists_every_operator_and_every_task_page_renders_its_math(c
 def test_one_launch_can_queue_a_run_on_every_task_of_the_library(client, user, library, monkeypatch):
     from apps.accounts.models import Quota
 
-    monkeypatch.setattr("apps.runs.services.enqueue_run", lambda run_id: None)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: None)
     Quota.objects.create(user=user, active_runs=100)  # the default (QUOTA_ACTIVE_RUNS, 20) is far below a library
     client.force_login(user)
     response = client.post(reverse("runs:launch"), {

@@ -29,7 +29,7 @@ CODE = "__global__ void vadd(const float* A, const float* B, float* C, int N) {}
 def no_worker(monkeypatch):
     sent = []
     monkeypatch.setattr("apps.runs.dispatch.enqueue_run", sent.append)
-    monkeypatch.setattr("apps.runs.manual.enqueue_manual_turn", sent.append)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_manual_turn", sent.append)
     return sent
 
 

@@ -144,7 +144,7 @@ def test_launch_watch_live_navigate_diff_share_and_submit_a_manual_turn(page, st
 
     # share the comparison, open it logged out
     page.click(".sc-share-form button")
-    page.wait_for_url(re.compile(r".*/s/[0-9a-f]{20}/$"))
+    page.wait_for_url(re.compile(r".*/s/[A-Za-z0-9_-]{20}/$"))  # secrets.token_urlsafe(15)
     share_url = page.url
     anonymous = browser.new_context()
     shared = anonymous.new_page()

@@ -215,6 +215,19 @@ class ShowcaseWaiting:
     min_speedup: float
     require_verified: bool
 
+    @property
+    def sentence(self) -> str:
+        """'Not shown: …' in words, or '' when nothing is left off."""
+        parts = []
+        if self.awaiting_verification:
+            n = self.awaiting_verification
+            parts.append(f"{n} public result{'s' if n != 1 else ''} awaiting verification on a GPU worker")
+        if self.disagreeing:
+            parts.append(f"{self.disagreeing} whose verification disagreed with the record")
+        if self.below_threshold:
+            parts.append(f"{self.below_threshold} below the {self.min_speedup:.2f}× threshold")
+        return f"Not shown: {'; '.join(parts)}." if parts else ""
+
 
 def showcase_waiting() -> ShowcaseWaiting:
     """Counts of public best results left off the showcase, by reason (three queries)."""

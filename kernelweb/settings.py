@@ -285,6 +285,18 @@ RUN_REDISPATCH_AFTER_SECONDS = env_float("RUN_REDISPATCH_AFTER_SECONDS", 300.0, 
 RUN_MAX_DISPATCHES = env_int("RUN_MAX_DISPATCHES", 3, minimum=1)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
+# --- Verified before published (apps/runs/verification.py, docs/evaluation.md) ---
+# Celery beat asks for a fresh evaluation (unseen seeds, fresh process) of every published best turn.
+VERIFY_INTERVAL_SECONDS = env_float("VERIFY_INTERVAL_SECONDS", 300.0, minimum=1.0)
+VERIFY_PASS_LIMIT = env_int("VERIFY_PASS_LIMIT", 20, minimum=1)  # verifications asked for per pass
+VERIFY_RESEND_AFTER_SECONDS = env_float("VERIFY_RESEND_AFTER_SECONDS", 6 * 3600.0, minimum=60.0)
+# P of the fresh run may differ from the recorded P by this fraction and still confirm it (same GPU model).
+VERIFY_SCORE_TOLERANCE = env_float("VERIFY_SCORE_TOLERANCE", 0.10, minimum=0.0)
+# The showcase lists a task's best turn only when at least this fast, and only when verified in production;
+# in development (no GPU to verify on, e.g. `make run`'s demo) unverified results show, labelled so.
+SHOWCASE_MIN_SPEEDUP = env_float("SHOWCASE_MIN_SPEEDUP", 1.1, minimum=0.0)
+SHOWCASE_REQUIRE_VERIFIED = env_bool("SHOWCASE_REQUIRE_VERIFIED", PRODUCTION)
+
 # Secrets at rest (LLM endpoint API keys): Fernet keys, comma-separated, newest
 # first so keys can be rotated. Derived from SECRET_KEY when unset (development).
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")

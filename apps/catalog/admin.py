@@ -20,7 +20,7 @@ from apps.catalog.archive_import import (
     import_stage_directory,
     tasks_export_zip,
 )
-from apps.catalog.models import Precision, Task
+from apps.catalog.models import Precision, ShowcasePlacement, Task
 from apps.catalog.services import tasks_mark_validation_queued
 
 SESSION_KEY = "catalog_task_imports"  # staging tokens this session may confirm
@@ -68,15 +68,16 @@ class TaskImportForm(forms.Form):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ("operator", "precision", "suite", "backend", "category", "complexity", "enabled",
+    list_display = ("operator", "precision", "suite", "backend", "category", "complexity", "enabled", "showcase",
                     "validation_verdict", "validated_at", "updated_at")
-    list_filter = ("backend", "suite", "category", "precision", "enabled", "validation_verdict")
+    list_filter = ("backend", "suite", "category", "precision", "enabled", "showcase", "validation_verdict")
     search_fields = ("operator", "title", "description", "entry_point")
-    list_editable = ("enabled",)
+    list_editable = ("enabled", "showcase")
     ordering = ("suite", "operator", "precision")  # FP32 and BF16 of an operator side by side
     readonly_fields = ("source_hash", "created_at", "updated_at", "validated_at", "validation_verdict",
                        "validation_detail")
-    actions = ("enable", "disable", "export_zip", "validate_baseline")
+    actions = ("enable", "disable", "feature", "hide_from_showcase", "showcase_auto", "export_zip",
+               "validate_baseline")
 
     @admin.action(description="Enable selected tasks")
     def enable(self, request, queryset):
@@ -87,6 +88,22 @@ class TaskAdmin(admin.ModelAdmin):
     def disable(self, request, queryset):
         count = queryset.update(enabled=False)
         self.message_user(request, f"{count} task(s) disabled.")
+
+    @admin.action(description="Showcase: feature selected tasks (listed first, when verified)")
+    def feature(self, request, queryset):
+        self._place(request, queryset, ShowcasePlacement.FEATURED)
+
+    @admin.action(description="Showcase: hide selected tasks")
+    def hide_from_showcase(self, request, queryset):
+        self._place(request, queryset, ShowcasePlacement.HIDDEN)
+
+    @admin.action(description="Showcase: list selected tasks automatically")
+    def showcase_auto(self, request, queryset):
+        self._place(request, queryset, ShowcasePlacement.AUTO)
+
+    def _place(self, request, queryset, placement: str) -> None:
+        count = queryset.update(showcase=placement)
+        self.message_user(request, f"{count} task(s): showcase placement {ShowcasePlacement(placement).label.lower()}.")
 
     @admin.action(description="Export selected tasks as a .zip (spec + sources)")
     def export_zip(self, request, queryset):

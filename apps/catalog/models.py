@@ -9,6 +9,12 @@ Precision = models.TextChoices("Precision", [(p.upper(), (p, p.upper())) for p i
 Backend = models.TextChoices("Backend", [(f.name.upper(), (f.name, f.label)) for f in registry.FORMATS.values()])
 
 
+class ShowcasePlacement(models.TextChoices):
+    AUTO = "auto", "Automatic"  # listed when its best verified turn passes the showcase threshold
+    FEATURED = "featured", "Featured"  # listed first (still only with an eligible turn)
+    HIDDEN = "hidden", "Hidden"  # never listed
+
+
 class Task(models.Model):
     """One optimizable unit: an operator at one precision, mirrored from tasks/<suite>/<op>/spec.toml
     (or task.yaml); `backend` says which engine evaluates it."""
@@ -38,6 +44,8 @@ class Task(models.Model):
     details = models.JSONField(default=dict, blank=True, help_text="What only this backend has: the model "
                                "file, the build and run commands, the hardware requirement, the source.")
     enabled = models.BooleanField(default=True)
+    showcase = models.CharField(max_length=16, choices=ShowcasePlacement.choices, default=ShowcasePlacement.AUTO,
+                                help_text="Curated by admins; sync_tasks never changes it.")
     spec_path = models.CharField(max_length=500, blank=True, help_text="Relative to TASKS_DIR.")
     source_hash = models.CharField(max_length=64, blank=True, help_text="Hash of spec + sources at last sync.")
     revision = models.CharField(max_length=64, blank=True,

@@ -25,8 +25,10 @@ from apps.experiments.selectors import (
     experiments_with_counts,
 )
 from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
+from apps.runs.models import Run
 from apps.runs.quotas import QuotaExceeded, quota_summary
 from apps.runs.services import QUEUE_UNREACHABLE, runs_unsent
+from apps.runs.verification import verification_summary
 
 PROGRESS_POLL_SECONDS = 3
 # A standalone SVG may not run scripts or load anything, whatever it contains.
@@ -176,6 +178,7 @@ def experiment_detail(request, pk: int):
                                  + _precision_query(precision),
                                  lambda name: _stem(f"experiment-{pk}", name, precision)),
         "precision_query": _precision_query(precision),
+        "verification": verification_summary(Run.objects.filter(experiment_link__experiment=experiment)),
     }
     return render(request, "experiments/experiment_detail.html", context)
 

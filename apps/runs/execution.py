@@ -1,4 +1,5 @@
-"""What a GPU worker does with a job it received: a run's pipeline, or one manual turn's evaluation.
+"""What a GPU worker does with a job it received: a run's pipeline, one manual turn's evaluation, or the
+verification of a published turn (a fresh evaluation with unseen seeds, apps/runs/verification.py).
 
 Both start the same way (apps/runs/jobs.py: claim or reclaim, GPU, task, revision, time limit and
 crash guard). A redelivered message (acks_late after a worker crash) finds the run no longer queued and
@@ -17,16 +18,27 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
+from django.db.models.functions import Now
 
 from apps.llm.ssrf import check_base_url
 from apps.runs.events import event_append
 from apps.runs.fairness import fair_share_defer
 from apps.runs.jobs import job_guard, job_start
-from apps.runs.models import AgentCall, Profile, Run, RunStatus, Turn, TurnAssembly
+from apps.runs.models import (
+    AgentCall,
+    Profile,
+    Run,
+    RunStatus,
+    Turn,
+    TurnAssembly,
+    TurnVerification,
+    VerificationStatus,
+)
 from apps.runs.services import run_fail, run_transition
 from worker.agents.llm import OpenAIChatClient, PriceTable
 from worker.agents.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
 from worker.agents.prompts import HardwareInfo
+from worker.engine.verification import compare
 from worker.formats.cuda.evaluation import EvalOptions
 from worker.registry import evaluate
 
@@ -240,3 +252,41 @@ def manual_turn_evaluate(turn_id: int) -> None:
                 run_transition(run.pk, RunStatus.SUCCEEDED)
             else:
                 run_fail(run.pk, f"{finished.verdict}: {finished.reason}")
+
+
+def _verification_finish(verification_id: int, turn: Turn, **fields) -> bool:
+    """Record the outcome once (a redelivered message finds the row finished and changes nothing)."""
+    done = TurnVerification.objects.filter(pk=verification_id, status=VerificationStatus.PENDING).update(
+        finished_at=Now(), **fields)
+    if done:
+        event_append(turn.run_id, "turn.verified", {
+            "round": turn.round_index, "debug": turn.debug_index, "status": fields["status"],
+            "gpu": fields.get("gpu_name", ""), "score": fields.get("score"), "summary": fields.get("summary", "")})
+    return bool(done)
+
+
+def turn_verify(verification_id: int) -> None:
+    """Evaluate a published turn again in this fresh worker process: the verification's own seeds, no cached
+    baseline time, no profiling; the engine decides whether the result confirms the record."""
+    verification = TurnVerification.objects.select_related("turn__run__task").filter(pk=verification_id).first()
+    if verification is None or verification.status != VerificationStatus.PENDING:
+        return
+    turn = verification.turn
+    run = turn.run
+
+    def fail(message: str, verdict: str) -> None:
+        _verification_finish(verification_id, turn, status=VerificationStatus.FAILED, verdict=verdict,
+                             summary=message)
+
+    job = job_start(run.pk, claim=False, fail=fail)
+    if job is None:
+        return
+    with job_guard(run.pk, "verification", fail):
+        options = EvalOptions(seed_base=verification.seed_base, use_baseline_cache=False, profile="none")
+        evaluation = evaluate(job.spec, run.task.precision, turn.code, turn.compile_command or None, options,
+                              chain=job.chain)
+        agreement = compare(turn.verdict, turn.score, run.gpu_name, evaluation, settings.VERIFY_SCORE_TOLERANCE)
+        _verification_finish(
+            verification_id, turn, status=str(agreement.outcome), gpu_name=evaluation.gpu or job.gpu.name,
+            verdict=str(evaluation.verdict), score=evaluation.score, summary=agreement.summary,
+            results=[size.to_dict() for size in evaluation.sizes])

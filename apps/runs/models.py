@@ -185,6 +185,41 @@ class TurnAssembly(models.Model):
         return f"assembly of turn {self.turn_id}"
 
 
+class VerificationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"  # asked for, not finished (sent, or waiting for a GPU worker)
+    VERIFIED = "verified", "Verified"
+    DISAGREES = "disagrees", "Disagrees"  # the fresh evaluation contradicts the record
+    FAILED = "failed", "Could not verify"  # the verification itself could not run (no GPU, task changed, crash)
+
+
+class TurnVerification(models.Model):
+    """A published turn evaluated again in a fresh process with inputs it has never seen (apps/runs/verification.py).
+
+    One row per attempt; the newest finished row is the turn's verification status. The fresh evaluation's
+    own numbers are kept so a disagreement can be read in full.
+    """
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="verifications")
+    status = models.CharField(max_length=16, choices=VerificationStatus.choices, default=VerificationStatus.PENDING)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seed_base = models.BigIntegerField(help_text="First input seed of the fresh evaluation (never the recorded one).")
+    gpu_name = models.CharField(max_length=200, blank=True)
+    verdict = models.CharField(max_length=32, blank=True)
+    score = models.FloatField(null=True, blank=True, help_text="P of the fresh evaluation.")
+    recorded_score = models.FloatField(null=True, blank=True, help_text="P recorded for the turn at the time.")
+    summary = models.TextField(blank=True, help_text="One sentence: what the fresh evaluation showed.")
+    results = models.JSONField(default=list, blank=True, help_text="The fresh evaluation's per-size results.")
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        indexes = [models.Index(fields=["turn", "-requested_at"]), models.Index(fields=["status", "dispatched_at"])]
+
+    def __str__(self) -> str:
+        return f"verification {self.pk} of turn {self.turn_id}: {self.status}"
+
+
 class Profile(models.Model):
     """Nsight Compute metrics of one kernel of a turn at one size."""
 

@@ -4,8 +4,9 @@ module; it sends these tasks by name (apps/runs/dispatch.py)."""
 from celery import Task, shared_task
 
 from apps.runs.dispatch import EVALUATE_MANUAL_TURN, EXECUTE_RUN
-from apps.runs.execution import manual_turn_evaluate, run_execute
+from apps.runs.execution import manual_turn_evaluate, run_execute, turn_verify
 from apps.runs.selectors import run_queue_of, turn_queue_of
+from apps.runs.verification import VERIFY_TURN
 
 
 class RunQueueTask(Task):
@@ -37,3 +38,17 @@ def reconcile_runs() -> str:
     from apps.runs.reconcile import reconcile
 
     return str(reconcile())
+
+
+@shared_task(name=VERIFY_TURN, acks_late=True)
+def verify_turn(verification_id: int) -> None:
+    """Sent to the run's GPU queue by apps/runs/verification.py (always with a queue)."""
+    turn_verify(verification_id)
+
+
+@shared_task(name="runs.verify_published", ignore_result=True)
+def verify_published() -> str:
+    """Celery beat's periodic pass: ask for verifications of published turns (apps/runs/verification.py)."""
+    from apps.runs.verification import verify_published as one_pass
+
+    return str(one_pass())

@@ -94,6 +94,13 @@ def _turn(run: Run, turn: Turn) -> dict:
              "latency_s": c.latency_s, "error": c.error}
             for c in turn.agent_calls.order_by("created_at", "id")
         ],
+        # Finished fresh evaluations of the turn (apps/runs/verification.py), oldest first.
+        "verifications": [
+            {"status": v.status, "gpu": v.gpu_name, "finished": v.finished_at.isoformat(timespec="seconds"),
+             "seed_base": v.seed_base, "verdict": v.verdict, "score": v.score, "recorded_score": v.recorded_score,
+             "summary": v.summary, "results": v.results}
+            for v in turn.verifications.filter(finished_at__isnull=False).order_by("finished_at", "id")
+        ],
     }
 
 

@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_datetime
 from apps.catalog.models import Task
 from apps.runs.events import event_append
 from apps.runs.execution import DjangoSink
-from apps.runs.models import Run, RunStatus
+from apps.runs.models import Run, RunStatus, TurnVerification, VerificationStatus
 from apps.runs.services import run_transition
 from worker.agents.pipeline import AgentCallRecord, TurnRecord
 from worker.engine.results import Evaluation
@@ -33,6 +33,22 @@ def _turn(data: dict) -> TurnRecord:
     fields["evaluation"] = Evaluation.from_dict(data["evaluation"]) if data.get("evaluation") else None
     fields["parent"] = tuple(data["parent"]) if data.get("parent") else None
     return TurnRecord(**fields)
+
+
+def _verifications(turn, recorded: list[dict]) -> None:
+    """Recreate the turn's finished verifications as they were recorded (when, on which GPU, what they showed)."""
+    for v in recorded:
+        status, finished = v.get("status"), parse_datetime(str(v.get("finished") or ""))
+        if status not in VerificationStatus.values or status == VerificationStatus.PENDING or finished is None:
+            raise TrajectoryImportError(f"turn {turn.round_index}.{turn.debug_index}: a verification needs a "
+                                        f"finished status and an ISO 8601 'finished' time, got {status!r}, "
+                                        f"{v.get('finished')!r}")
+        TurnVerification.objects.create(
+            turn=turn, status=status, finished_at=finished if timezone.is_aware(finished)
+            else timezone.make_aware(finished, datetime.UTC), gpu_name=str(v.get("gpu") or ""),
+            seed_base=int(v.get("seed_base") or 0), verdict=str(v.get("verdict") or ""), score=v.get("score"),
+            recorded_score=v.get("recorded_score"), summary=str(v.get("summary") or ""),
+            results=v.get("results") or [])
 
 
 def _recorded_at(data: dict) -> datetime.datetime | None:
@@ -76,6 +92,7 @@ def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = 
             sink.turn(record)
             for call in turn.get("agent_calls", []):
                 sink.agent_call(record.key, AgentCallRecord(**call))
+            _verifications(sink.stored(record.key), turn.get("verifications") or [])
         for event in data["events"]:
             sink.event(event["type"], event["payload"])
         best = sink.stored(result.get("best_turn"))

@@ -16,7 +16,7 @@ from django.contrib.staticfiles import finders
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from apps.showcase.selectors import ShowcaseCard, showcase_cards, showcase_operator
+from apps.showcase.selectors import ShowcaseCard, showcase_cards, showcase_operator, showcase_waiting
 from apps.showcase.views import ShowcaseLinks, index_context, operator_context
 
 # static path (as {% static %} names it) -> where it lands under the export directory
@@ -102,7 +102,7 @@ def showcase_export(
         pages.append(target)
         shown.append(card)
     index = out_dir / EXPORT_LINKS.index
-    context = {**index_context(shown, EXPORT_LINKS, page_filename), **extra}
+    context = {**index_context(shown, EXPORT_LINKS, page_filename, showcase_waiting()), **extra}
     index.write_text(render_to_string("showcase/showcase.html", context), encoding="utf-8")
     pages.insert(0, index)
     return ExportResult(out_dir, pages, assets)

@@ -1,7 +1,9 @@
 """Reads for the public showcase and share pages: typed, template-ready results.
 
-Everything here is public by design: only runs marked public, succeeded and with a valid best turn
-reach the showcase, and a share page shows only its frozen snapshot. Query counts are fixed (no
+Everything here is public by design: only runs marked public, succeeded, with a valid best turn at least
+SHOWCASE_MIN_SPEEDUP fast, verified in a fresh evaluation (apps/runs/verification.py; unless
+SHOWCASE_REQUIRE_VERIFIED is off) and of a task an admin has not hidden reach the showcase, and a share
+page shows only its frozen snapshot. Query counts are fixed (no
 per-card or per-size queries), so the pages stay cheap however many operators there are.
 """
 
@@ -11,12 +13,15 @@ import math
 from dataclasses import dataclass, field
 from itertools import zip_longest
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.conf import settings
+from django.db.models import Case, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 
 from apps.catalog.markup import code_language
+from apps.catalog.models import ShowcasePlacement
 from apps.runs.codeview import SideBySide, side_by_side
 from apps.runs.models import Run, RunEvent, RunStatus, Turn, TurnKind
 from apps.runs.sizes import num_text, param_order, size_label
+from apps.runs.verification import VerificationState, verification_states, verified_status_subquery
 from apps.showcase.models import ShareLink
 
 # Fields of the worker's toolchain description that are safe to publish (no host names or paths), labelled.
@@ -137,10 +142,19 @@ def speedup_chart(rows: list[SizeRow], title: str = "speedup per size") -> dict:
 
 
 def showcase_runs() -> QuerySet[Run]:
-    """Runs eligible for the public showcase: public, succeeded, with a valid best turn and a score."""
-    return Run.objects.filter(
-        is_public=True, status=RunStatus.SUCCEEDED, best_turn__valid=True, best_score__isnull=False
-    )
+    """Runs eligible for the public showcase: public, succeeded, with a valid best turn whose P reaches
+    SHOWCASE_MIN_SPEEDUP (a best turn that is the baseline, or slower, is no result), of a task not
+    hidden by an admin, verified by a fresh evaluation (unless SHOWCASE_REQUIRE_VERIFIED is off, as in
+    development, where unverified results show with that label) and never contradicted by one."""
+    runs = Run.objects.filter(
+        is_public=True, status=RunStatus.SUCCEEDED, best_turn__valid=True, best_score__isnull=False,
+        best_score__gte=settings.SHOWCASE_MIN_SPEEDUP,
+    ).exclude(task__showcase=ShowcasePlacement.HIDDEN)
+    runs = runs.annotate(verification=verified_status_subquery())
+    if settings.SHOWCASE_REQUIRE_VERIFIED:
+        return runs.filter(verification="verified")
+    # Unverified results may be shown (development), labelled so; a contradicted one never is.
+    return runs.filter(Q(verification__isnull=True) | ~Q(verification="disagrees"))
 
 
 def _best_per_task() -> QuerySet[Run]:
@@ -167,21 +181,69 @@ class ShowcaseCard:
     geomean_speedup: float | None
     gpu_name: str
     sizes: int
+    verification: VerificationState
+    featured: bool = False
 
 
-def _card(run: Run) -> ShowcaseCard:
+def _card(run: Run, verification: VerificationState) -> ShowcaseCard:
     task, results = run.task, run.best_turn.results or []
     return ShowcaseCard(
         run_id=run.pk, task_id=task.pk, suite=task.suite, operator=task.operator, precision=task.precision,
         title=task.title, category=task.category, best_score=run.best_score,
         geomean_speedup=geomean(r.get("speedup") for r in results), gpu_name=run.gpu_name, sizes=len(results),
+        verification=verification, featured=task.showcase == ShowcasePlacement.FEATURED,
     )
 
 
 def showcase_cards() -> list[ShowcaseCard]:
-    """One card per operator × precision: its best eligible run (one query)."""
-    runs = _best_per_task().order_by("task__category", "task__operator", "task__precision", "task__suite")
-    return [_card(run) for run in runs]
+    """One card per operator × precision: its best eligible run, featured tasks first (two queries)."""
+    featured_first = Case(When(task__showcase=ShowcasePlacement.FEATURED, then=Value(0)), default=Value(1),
+                          output_field=IntegerField())
+    runs = list(_best_per_task().order_by(featured_first, "task__category", "task__operator",
+                                          "task__precision", "task__suite"))
+    states = verification_states(run.best_turn_id for run in runs)
+    return [_card(run, states[run.best_turn_id]) for run in runs]
+
+
+@dataclass(frozen=True)
+class ShowcaseWaiting:
+    """Why the showcase may be shorter than the catalog of public results: said on the page."""
+
+    awaiting_verification: int  # eligible but not (yet) verified
+    disagreeing: int  # a fresh evaluation contradicted the record
+    below_threshold: int  # correct, but slower than SHOWCASE_MIN_SPEEDUP
+    min_speedup: float
+    require_verified: bool
+
+    @property
+    def sentence(self) -> str:
+        """'Not shown: …' in words, or '' when nothing is left off."""
+        parts = []
+        if self.awaiting_verification:
+            n = self.awaiting_verification
+            parts.append(f"{n} public result{'s' if n != 1 else ''} awaiting verification on a GPU worker")
+        if self.disagreeing:
+            parts.append(f"{self.disagreeing} whose verification disagreed with the record")
+        if self.below_threshold:
+            parts.append(f"{self.below_threshold} below the {self.min_speedup:.2f}× threshold")
+        return f"Not shown: {'; '.join(parts)}." if parts else ""
+
+
+def showcase_waiting() -> ShowcaseWaiting:
+    """Counts of public best results left off the showcase, by reason (three queries)."""
+    public = Run.objects.filter(is_public=True, status=RunStatus.SUCCEEDED, best_turn__valid=True,
+                                best_score__isnull=False).exclude(task__showcase=ShowcasePlacement.HIDDEN)
+    fast = public.filter(best_score__gte=settings.SHOWCASE_MIN_SPEEDUP).annotate(
+        verification=verified_status_subquery())
+    awaiting = 0
+    if settings.SHOWCASE_REQUIRE_VERIFIED:
+        awaiting = (fast.filter(Q(verification__isnull=True) | ~Q(verification__in=["verified", "disagrees"]))
+                    .values("task").distinct().count())
+    disagreeing = fast.filter(verification="disagrees").values("task").distinct().count()
+    below = (public.filter(best_score__lt=settings.SHOWCASE_MIN_SPEEDUP)
+             .exclude(task__in=fast.values("task")).values("task").distinct().count())
+    return ShowcaseWaiting(awaiting, disagreeing, below, settings.SHOWCASE_MIN_SPEEDUP,
+                           settings.SHOWCASE_REQUIRE_VERIFIED)
 
 
 @dataclass(frozen=True)
@@ -232,7 +294,7 @@ def showcase_operator(suite: str, operator: str, precision: str) -> OperatorPage
     original = baseline.code if baseline and baseline.code else run.task.baseline_source
     rows = _best_turn_rows(best.results or [], param_order(run.task))
     return OperatorPage(
-        card=_card(run), complexity=run.task.complexity,
+        card=_card(run, verification_states([best.pk])[best.pk]), complexity=run.task.complexity,
         baseline_label=turn_label(baseline) if baseline else "baseline", best_label=turn_label(best),
         diff=side_by_side(original, best.code, language=code_language(run.task.backend)), sizes=rows,
         chart=speedup_chart(rows),

@@ -27,6 +27,7 @@ from apps.showcase.selectors import (
     showcase_cards,
     showcase_operator,
     showcase_task_key,
+    showcase_waiting,
 )
 from apps.showcase.sharing import share_create
 
@@ -54,8 +55,9 @@ def operator_url(card: ShowcaseCard) -> str:
     return reverse("showcase:operator", args=[card.suite, card.operator, card.precision])
 
 
-def index_context(cards: list[ShowcaseCard], links: ShowcaseLinks, href: Callable[[ShowcaseCard], str]) -> dict:
-    return {"links": links, "entries": [(card, href(card)) for card in cards]}
+def index_context(cards: list[ShowcaseCard], links: ShowcaseLinks, href: Callable[[ShowcaseCard], str],
+                  waiting=None) -> dict:
+    return {"links": links, "entries": [(card, href(card)) for card in cards], "waiting": waiting}
 
 
 def operator_context(page: OperatorPage, links: ShowcaseLinks, run_href: str | None) -> dict:
@@ -63,7 +65,8 @@ def operator_context(page: OperatorPage, links: ShowcaseLinks, run_href: str | N
 
 
 def showcase_index(request):
-    return render(request, "showcase/showcase.html", index_context(showcase_cards(), live_links(), operator_url))
+    return render(request, "showcase/showcase.html",
+                  index_context(showcase_cards(), live_links(), operator_url, showcase_waiting()))
 
 
 def showcase_operator_view(request, suite: str, operator: str, precision: str):

@@ -1,0 +1,50 @@
+"""A fresh evaluation confirms a recorded result only when it is correct again and P agrees."""
+
+import pytest
+
+from worker.engine.results import Evaluation, Verdict
+from worker.engine.verification import Outcome, compare
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def fresh(verdict=Verdict.OK, score=2.0, gpu=H100, reason=""):
+    return Evaluation(task="vector_add", precision="fp32", verdict=verdict, score=score, gpu=gpu, reason=reason)
+
+
+def test_correct_again_with_p_inside_the_tolerance_is_verified():
+    agreement = compare("ok", 2.0, H100, fresh(score=2.1))
+    assert agreement.outcome is Outcome.VERIFIED and agreement.verified
+    assert agreement.score_ratio == pytest.approx(1.05)
+    assert "+5.0 %" in agreement.summary
+
+
+def test_p_far_from_the_record_disagrees_and_says_by_how_much():
+    agreement = compare("ok", 6.0, H100, fresh(score=1.5))
+    assert agreement.outcome is Outcome.DISAGREES
+    assert "1.50× in the fresh run against 6.00× recorded" in agreement.summary and "-75 %" in agreement.summary
+
+
+def test_a_candidate_wrong_on_unseen_inputs_disagrees_with_the_reason():
+    agreement = compare("ok", 3.0, H100, fresh(Verdict.INCORRECT, None, reason="N=4096: output[17] expected 1 got 0"))
+    assert agreement.outcome is Outcome.DISAGREES
+    assert agreement.summary == "the fresh evaluation says incorrect: N=4096: output[17] expected 1 got 0"
+
+
+def test_on_another_gpu_model_only_the_verdict_is_confirmed():
+    agreement = compare("ok", 3.0, "NVIDIA H200", fresh(score=9.0))
+    assert agreement.verified and not agreement.same_gpu_model
+    assert "not compared" in agreement.summary
+
+
+def test_the_same_model_with_a_note_in_its_name_is_the_same_model():
+    assert compare("ok", 2.0, f"{H100} (simulated)", fresh(score=2.0)).same_gpu_model
+
+
+def test_a_record_that_was_never_valid_cannot_be_verified():
+    assert compare("incorrect", None, H100, fresh()).outcome is Outcome.DISAGREES
+
+
+@pytest.mark.parametrize(("tolerance", "outcome"), [(0.25, Outcome.VERIFIED), (0.15, Outcome.DISAGREES)])
+def test_the_tolerance_is_the_callers(tolerance, outcome):
+    assert compare("ok", 2.0, H100, fresh(score=2.4), tolerance).outcome is outcome

@@ -2,7 +2,7 @@ from django import forms
 
 from apps.catalog.selectors import tasks_enabled
 from apps.fleet.selectors import gpu_targets, target_queue
-from apps.llm.selectors import endpoints_for
+from apps.llm.selectors import endpoint_test_warning, endpoints_for
 from apps.runs.models import ProfileMode
 from apps.runs.services import RunConfig
 from worker import registry
@@ -49,6 +49,8 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["tasks"].queryset = tasks_enabled()
         self.fields["endpoint"].queryset = endpoints_for(user)
+        self.fields["endpoint"].label_from_instance = lambda e: (
+            e.name if e.last_passed_at else f"{e.name} (connection test never passed)")
         self.gpu_targets = gpu_targets() if "gpu" in self.fields else []  # a subclass may drop the field
         if self.gpu_targets:
             self.fields["gpu"].widget.choices = [(t.value, t.label) for t in self.gpu_targets]
@@ -57,6 +59,18 @@ class LaunchForm(forms.Form):
         """Shown above the submit button: targets whose runs would wait for a worker."""
         return [f"{t.label.split(' · ')[0]}: no live worker consumes {t.queue}; runs sent there wait until one "
                 "starts (make worker on a GPU host)." for t in self.gpu_targets if not t.live]
+
+    def endpoint_warnings(self) -> list[str]:
+        """Shown above the submit button: the chosen endpoint (or the only one) never passed its connection test."""
+        endpoints = self.fields["endpoint"].queryset
+        chosen = self.data.get("endpoint") if self.is_bound else self.initial.get("endpoint")
+        if chosen:
+            endpoint = endpoints.filter(pk=getattr(chosen, "pk", chosen)).first() if str(
+                getattr(chosen, "pk", chosen)).isdigit() else None
+        else:
+            endpoint = endpoints.first() if endpoints.count() == 1 else None
+        warning = endpoint_test_warning(endpoint)
+        return [warning] if warning else []
 
     def clean_gpu(self) -> str:
         queue = target_queue(self.cleaned_data.get("gpu", ""))

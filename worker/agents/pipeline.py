@@ -208,6 +208,7 @@ class Pipeline:
         self.tokens_in = self.tokens_out = 0
         self.cost = self.llm_seconds = self.gpu_seconds = 0.0
         self.turns = 0
+        self.learned_windows: dict[str, int] = {}  # from context-length errors, per model
         self.started = clock()
 
     # ------------------------------------------------------------------ accounting and limits
@@ -224,6 +225,8 @@ class Pipeline:
             raise _Stop("succeeded", f"stopped early: the cost budget of ${cfg.cost_budget_usd:.2f} is spent")
 
     def _window(self, model: str) -> int | None:
+        if model in self.learned_windows:
+            return self.learned_windows[model]
         window_of = getattr(self.client, "context_window", None)
         return window_of(model) if callable(window_of) else None
 
@@ -236,13 +239,15 @@ class Pipeline:
         self.sink.event("agent.started", {"round": turn[0], "debug": turn[1], "role": role, "model": model})
         notes: list[str] = []
         fitted: budget.FittedPrompt | None = None
+        window = self._window(model)
         try:
-            fitted = budget.fit(build, self._window(model), self.config.max_tokens)
+            fitted = budget.fit(build, window, self.config.max_tokens)
             try:
                 answer = self._chat(fitted, model)
             except ContextLengthError as exc:
                 notes += list(exc.notes)
                 window = exc.window or (fitted.window and fitted.window * 3 // 4) or fitted.estimate * 3 // 4
+                self.learned_windows[model] = window  # the next calls to this model fit it from the start
                 notes.append(f"the endpoint refused the prompt as too long for its {window:,}-token window; "
                              "trimmed and sent once more")
                 fitted = budget.fit(build, window, self.config.max_tokens,
@@ -256,7 +261,7 @@ class Pipeline:
                 notes.insert(0, fitted.note)
             messages = fitted.messages if fitted is not None else build(limits=budget.LEVELS[0])
             record = AgentCallRecord(role, model, list(messages), error=message, notes=notes,
-                                     context_window=fitted.window if fitted else None,
+                                     context_window=fitted.window if fitted else window,
                                      prompt_estimate=fitted.estimate if fitted else 0)
             self.sink.agent_call(turn, record)
             self.sink.event("agent.failed", {"round": turn[0], "debug": turn[1], "role": role, "error": message})

@@ -74,8 +74,7 @@ class EndpointSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = LLMEndpoint
-        fields = ["id", "name", "base_url", "model_names", "has_key", "shared", "last_test_at", "last_test_ok",
-                  "last_passed_at"]
+        fields = ["id", "name", "base_url", "model_names", "has_key", "shared"]
 
     def get_shared(self, endpoint: LLMEndpoint) -> bool:
         return endpoint.owner_id is None

@@ -100,9 +100,9 @@ def test_the_api_runs_the_test_for_the_owner_only(local, client, user, other_use
         response = client.post(f"/api/endpoints/{endpoint.pk}/test/", {"models": ["served"]},
                                content_type="application/json")
     assert response.status_code == 200 and response.json()["ok"] is True
-    listed = client.get("/api/endpoints/").json()
-    rows = listed["results"] if isinstance(listed, dict) else listed
-    assert rows[0]["last_test_ok"] is True
+    assert response.json()["models"][0]["answer"] == "ready"
+    endpoint.refresh_from_db()
+    assert endpoint.last_test_ok is True
 
 
 def formset_data(rows):

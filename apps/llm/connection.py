@@ -49,7 +49,7 @@ class ModelResult:
     answer: str = ""
     notes: list[str] = field(default_factory=list)  # parameters refused and what was sent instead
     context_window: int | None = None
-    window_source: str = ""  # "endpoint setting" | "server (/models)" | "shipped defaults" | ""
+    window_source: str = ""  # "endpoint setting" | "server /models" | "shipped defaults" | ""
     listed: bool | None = None  # in the server's /models listing (None: no listing)
 
 
@@ -73,9 +73,9 @@ def _window_source(endpoint: LLMEndpoint, model: str, listed_windows: dict[str, 
     if setting and setting.context_window:
         return setting.context_window, "endpoint setting"
     if model in listed_windows:
-        return listed_windows[model], "server (/models)"
+        return listed_windows[model], "server /models"
     if setting and setting.server_context_window:
-        return setting.server_context_window, "server (/models, earlier)"
+        return setting.server_context_window, "server /models, earlier"
     known = match_model(known_models(), model)
     if known is not None and known.context_window:
         return known.context_window, "shipped defaults"

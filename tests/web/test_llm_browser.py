@@ -120,7 +120,7 @@ def test_the_connection_test_runs_from_the_endpoint_page_and_prices_are_set_ther
     report = page.locator("#test-report").inner_text()
     assert "Passed" in report and "reasoner-32b" in report and "coder-7b" in report
     assert "refused temperature=0.2; sent without it" in report
-    assert "32768" in report and "server (/models)" in report and "unknown" in report  # no price yet
+    assert "32768" in report and "server /models" in report and "unknown" in report  # no price yet
     assert len(llm.refused) == 2  # temperature, once per model; learned for the runs to come
 
     # prices for one model, saved with the endpoint; the page then says whose prices are in use

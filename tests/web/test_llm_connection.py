@@ -36,7 +36,7 @@ def test_a_passing_test_reports_each_model_and_stores_the_outcome_and_the_listed
     (result,) = report.models
     assert (result.model, result.ok, result.answer, result.listed) == ("served", True, "ready", True)
     assert result.tokens_in > 0 and result.latency_s is not None
-    assert (result.context_window, result.window_source) == (32768, "server (/models)")
+    assert (result.context_window, result.window_source) == (32768, "server /models")
     assert result.cost_usd is None  # no price for a local model: unknown, not $0
     endpoint.refresh_from_db()
     assert endpoint.last_test_ok and endpoint.last_passed_at == endpoint.last_test_at

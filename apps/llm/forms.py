@@ -36,7 +36,8 @@ class EndpointForm(forms.ModelForm):
                               help_text="e.g. https://api.openai.com/v1")
     model_names = ModelNamesField(required=False, max_length=4000, label="Models",
                                   help_text="Comma-separated model ids offered here; empty allows any.")
-    api_key = forms.CharField(required=False, max_length=4000, label="API key", widget=forms.PasswordInput(render_value=False),
+    api_key = forms.CharField(required=False, max_length=4000, label="API key",
+                              widget=forms.PasswordInput(render_value=False),
                               help_text="Stored encrypted. Leave empty to keep the stored key.")
     clear_api_key = forms.BooleanField(required=False, label="Clear the API key", help_text="Remove the stored key.")
 

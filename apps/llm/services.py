@@ -7,14 +7,17 @@ defaults), the parameters each model refused before; what the client learns is s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from apps.llm.models import EndpointModel, LLMEndpoint
 from worker.agents.llm import ModelPrice, ModelQuirks, OpenAIChatClient, PriceTable, RetryPolicy
+
+logger = logging.getLogger(__name__)
 
 
 def _float(value) -> float | None:
@@ -47,8 +50,16 @@ def client_for(endpoint: LLMEndpoint, model: str, *, timeout_s: float, retry: Re
     return OpenAIChatClient(
         endpoint.base_url, endpoint.get_api_key() or "none", model, timeout_s=timeout_s, retry=retry or RetryPolicy(),
         prices=price_table(endpoint), quirks=quirks, context_windows=windows, discover_windows=discover_windows,
-        on_learned=lambda name, learned, note: record_learned(endpoint.pk, name, learned),
+        on_learned=lambda name, learned, note: _remember(endpoint.pk, name, learned),
     )
+
+
+def _remember(endpoint_id: int | None, model: str, quirks: ModelQuirks) -> None:
+    # Called from inside an LLM call: a database hiccup must not cost the answer; the client still knows.
+    try:
+        record_learned(endpoint_id, model, quirks)
+    except DatabaseError:
+        logger.warning("could not store what %s refuses on endpoint %s", model, endpoint_id, exc_info=True)
 
 
 def _row(endpoint_id: int, model: str) -> EndpointModel:

@@ -49,8 +49,6 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["tasks"].queryset = tasks_enabled()
         self.fields["endpoint"].queryset = endpoints_for(user)
-        self.fields["endpoint"].label_from_instance = lambda e: (
-            e.name if e.last_passed_at else f"{e.name} (connection test never passed)")
         self.gpu_targets = gpu_targets() if "gpu" in self.fields else []  # a subclass may drop the field
         if self.gpu_targets:
             self.fields["gpu"].widget.choices = [(t.value, t.label) for t in self.gpu_targets]
@@ -61,16 +59,21 @@ class LaunchForm(forms.Form):
                 "starts (make worker on a GPU host)." for t in self.gpu_targets if not t.live]
 
     def endpoint_warnings(self) -> list[str]:
-        """Shown above the submit button: the chosen endpoint (or the only one) never passed its connection test."""
+        """Shown above the submit button: the chosen endpoint never passed its connection test; before one is
+        chosen, which of the offered endpoints never did."""
         endpoints = self.fields["endpoint"].queryset
-        chosen = self.data.get("endpoint") if self.is_bound else self.initial.get("endpoint")
+        chosen = self.data.get("endpoint") if self.is_bound else None
         if chosen:
-            endpoint = endpoints.filter(pk=getattr(chosen, "pk", chosen)).first() if str(
-                getattr(chosen, "pk", chosen)).isdigit() else None
-        else:
-            endpoint = endpoints.first() if endpoints.count() == 1 else None
-        warning = endpoint_test_warning(endpoint)
-        return [warning] if warning else []
+            endpoint = endpoints.filter(pk=chosen).first() if str(chosen).isdigit() else None
+            warning = endpoint_test_warning(endpoint)
+            return [warning] if warning else []
+        untested = [e.name for e in endpoints if e.last_passed_at is None]
+        if not untested:
+            return []
+        if len(untested) == 1:
+            return [endpoint_test_warning(endpoints.get(name=untested[0]))] if endpoints.count() == 1 else [
+                f"{untested[0]}: its connection test has never passed (test it on the endpoint's page)."]
+        return [f"Never passed a connection test: {', '.join(untested)} (test them on their endpoint pages)."]
 
     def clean_gpu(self) -> str:
         queue = target_queue(self.cleaned_data.get("gpu", ""))

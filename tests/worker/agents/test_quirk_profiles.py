@@ -161,3 +161,12 @@ def test_an_unpriced_model_reports_unknown_cost_not_zero(spec):
         result, sink = run(spec, server, "my-local-llama")
     assert result.status == "succeeded"
     assert all(c.priced is False and c.cost_usd == 0 for c in sink.calls)
+
+
+@pytest.mark.parametrize("profile", ["vllm-reasoning", "deepseek-reasoner", "ollama"])
+def test_every_reasoning_style_ends_beside_the_answer_never_in_it(spec, profile):
+    steps = [dict(step, reasoning="weigh the loads") for step in ONE_ROUND]
+    with ScriptedLLM(steps, quirks=profile) as server:
+        result, sink = run(spec, server, "scripted-model")
+    assert result.status == "succeeded"
+    assert all(c.reasoning == "weigh the loads" and "weigh" not in c.response for c in sink.calls)

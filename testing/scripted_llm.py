@@ -16,6 +16,25 @@ matchers matches anything, so a plain list plays in order. Step keys, all option
     retry_after    adds a Retry-After header (seconds); headers: any other response headers
     delay_s        wait this long before answering (to trigger client timeouts)
     repeat         serve this many requests with the step (default 1)
+    reasoning      the reasoning text sent with the answer (where the quirks send reasoning)
+
+Quirks (`quirks=` a dict or the name of a profile in PROFILES, or a script's "quirks" key) make the
+server behave like a given family of servers, before any step is taken (a refused request consumes no
+step, as on a real server):
+
+    refuse_params     request parameters answered with 400 in OpenAI's error shape (reasoning models refuse
+                      "temperature", "top_p" and "max_tokens" - the last with advice to send
+                      max_completion_tokens)
+    reasoning         "reasoning_content" (DeepSeek, vLLM) or "reasoning" (newer vLLM, Ollama): the message
+                      carries the step's reasoning text in that field; "think": inside <think></think> in content
+    reasoning_tokens  report usage.completion_tokens_details.reasoning_tokens (OpenAI reasoning models)
+    context_window    the model's window in tokens (the server counts four characters per token)
+    context_error     how a request over the window is refused: "openai" (prompt over the window,
+                      code context_length_exceeded), "vllm" (prompt + max_tokens over it, vLLM's text and
+                      shape), "llamacpp" (exceed_context_size_error with n_ctx)
+    usage             False: never send usage
+    models_window_key where GET /models states the window: "max_model_len" (vLLM), "context_length"
+                      (OpenRouter, LM Studio and others) or absent (OpenAI, which does not say)
 
 Every request is recorded (`server.requests`) for assertions. A request no step matches gets
 HTTP 409 with an explanation, and is recorded with `step=None`.
@@ -43,8 +62,49 @@ from typing import Any
 AGENTS = ("planner", "coder", "compiler", "debug")
 _STEP_KEYS = {
     "agent", "match", "content", "content_lines", "usage", "finish_reason", "model", "status", "body",
-    "retry_after", "headers", "delay_s", "repeat", "note",
+    "retry_after", "headers", "delay_s", "repeat", "note", "reasoning",
 }
+_QUIRK_KEYS = {"refuse_params", "reasoning", "reasoning_tokens", "context_window", "context_error", "usage",
+               "models_window_key"}
+DEFAULT_REASONING = "The kernel reads each element once; the plan should keep loads coalesced."
+
+# Profiles of real server families, as far as the double imitates them (docs/agents.md has the table).
+PROFILES: dict[str, dict[str, Any]] = {
+    "openai": {},
+    "openai-reasoning": {"refuse_params": ["temperature", "top_p", "max_tokens"], "reasoning_tokens": True,
+                         "context_window": 200000, "context_error": "openai"},
+    "deepseek-reasoner": {"reasoning": "reasoning_content", "reasoning_tokens": True, "context_window": 128000,
+                          "context_error": "openai"},
+    "vllm": {"models_window_key": "max_model_len", "context_window": 32768, "context_error": "vllm"},
+    "vllm-reasoning": {"models_window_key": "max_model_len", "context_window": 32768, "context_error": "vllm",
+                       "reasoning": "reasoning"},
+    "ollama": {"reasoning": "think", "models_window_key": None},
+    "llamacpp": {"context_window": 8192, "context_error": "llamacpp", "models_window_key": None},
+    "openrouter": {"models_window_key": "context_length", "context_window": 65536, "context_error": "openai"},
+    "no-usage": {"usage": False},
+}
+
+
+def server_tokens(text: str) -> int:
+    """The double's own token count: four characters per token (the client estimates more)."""
+    return -(-len(text) // 4)
+
+
+def load_quirks(quirks: str | dict[str, Any] | None) -> dict[str, Any]:
+    if quirks is None:
+        return {}
+    if isinstance(quirks, str):
+        if quirks not in PROFILES:
+            raise ValueError(f"no quirk profile {quirks!r}; profiles: {', '.join(PROFILES)}")
+        return dict(PROFILES[quirks])
+    unknown = set(quirks) - _QUIRK_KEYS
+    if unknown:
+        raise ValueError(f"unknown quirk(s) {', '.join(sorted(unknown))}")
+    return dict(quirks)
+
+
+def _openai_error(message: str, *, param: str | None, code: str, type: str = "invalid_request_error") -> dict:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 @dataclass(frozen=True)
@@ -97,12 +157,19 @@ def detect_agent(system_prompt: str) -> str | None:
 
 def load_script(source: str | Path | list | dict) -> tuple[list[dict[str, Any]], list[str]]:
     """(steps, model ids) from a path to a JSON file, a list of steps or a {"steps", "models"} dict."""
+    steps, models, _ = _load(source)
+    return steps, models
+
+
+def _load(source: str | Path | list | dict) -> tuple[list[dict[str, Any]], list[str], Any]:
     data: Any = source
     if isinstance(source, (str, Path)):
         data = json.loads(Path(source).read_text(encoding="utf-8"))
     models = ["scripted-model"]
+    quirks = None
     if isinstance(data, dict):
         models = list(data.get("models") or models)
+        quirks = data.get("quirks")
         data = data.get("steps")
     if not isinstance(data, list):
         raise ValueError("a script is a list of steps, or an object with a 'steps' list")
@@ -114,7 +181,7 @@ def load_script(source: str | Path | list | dict) -> tuple[list[dict[str, Any]],
             raise ValueError(f"step {i}: unknown key(s) {', '.join(sorted(unknown))}")
         if step.get("agent") and step["agent"] not in AGENTS:
             raise ValueError(f"step {i}: agent must be one of {', '.join(AGENTS)}")
-    return data, models
+    return data, models, quirks
 
 
 class ScriptedLLM:
@@ -128,8 +195,14 @@ class ScriptedLLM:
         port: int = 0,
         loop: bool = False,
         log: bool = False,
+        quirks: str | dict[str, Any] | None = None,
+        models: list[str] | None = None,
     ):
-        steps, self.models = load_script(script)
+        steps, self.models, script_quirks = _load(script)
+        if models is not None:
+            self.models = list(models)
+        self.quirks = load_quirks(quirks if quirks is not None else script_quirks)
+        self.refused: list[str] = []  # why each request the quirks refused was refused
         self._specs = steps
         self._loop = loop  # start the script over when it runs out (demos)
         self._log = log
@@ -196,6 +269,49 @@ class ScriptedLLM:
                     return step
         return None
 
+    def _refusal(self, body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The 400 body the quirks answer this request with, or None: refused parameters first (as OpenAI
+        checks them), then the context window."""
+        quirks = self.quirks
+        for param in quirks.get("refuse_params") or ():
+            if param not in body:
+                continue
+            if param == "max_tokens":
+                return _openai_error(
+                    "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                    "'max_completion_tokens' instead.", param=param, code="unsupported_parameter")
+            if param in ("temperature", "top_p") and body[param] != 1:
+                return _openai_error(
+                    f"Unsupported value: '{param}' does not support {body[param]} with this model. Only the "
+                    "default (1) value is supported.", param=param, code="unsupported_value")
+            if param not in ("temperature", "top_p"):
+                return _openai_error(f"Unsupported parameter: '{param}' is not supported with this model.",
+                                     param=param, code="unsupported_parameter")
+        window = quirks.get("context_window")
+        style = quirks.get("context_error")
+        if not window or not style:
+            return None
+        prompt = sum(server_tokens(str(m.get("content") or "")) + 4 for m in messages)
+        completion = body.get("max_tokens", body.get("max_completion_tokens"))
+        if style == "vllm":
+            completion = completion if isinstance(completion, int) else 0
+            if prompt + completion > window:
+                return {"object": "error", "type": "BadRequestError", "param": None, "code": 400, "message": (
+                    f"This model's maximum context length is {window} tokens. However, you requested "
+                    f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion). "
+                    "Please reduce the length of the messages or completion.")}
+            return None
+        if prompt <= window:
+            return None
+        if style == "llamacpp":
+            return {"error": {"code": 400, "message": "the request exceeds the available context size, try "
+                              "increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": prompt,
+                              "n_ctx": window}}
+        return _openai_error(
+            f"This model's maximum context length is {window} tokens. However, your messages resulted in "
+            f"{prompt} tokens. Please reduce the length of the messages.", param="messages",
+            code="context_length_exceeded")
+
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
@@ -217,6 +333,10 @@ class ScriptedLLM:
             def do_GET(self) -> None:
                 if self.path.rstrip("/") in ("/v1/models", "/models"):
                     data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in server.models]
+                    key, window = server.quirks.get("models_window_key"), server.quirks.get("context_window")
+                    if key and window:
+                        for entry in data:
+                            entry[key] = window
                     self._send(200, {"object": "list", "data": data})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -237,7 +357,8 @@ class ScriptedLLM:
                 user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
                 agent = detect_agent(system)
                 model = body.get("model")
-                step = server._take(agent, system, user, model)
+                refusal = server._refusal(body, messages)
+                step = None if refusal else server._take(agent, system, user, model)
                 server._record(
                     RecordedRequest(
                         method="POST", path=self.path, model=model, messages=messages,
@@ -247,6 +368,10 @@ class ScriptedLLM:
                         headers={k.lower(): v for k, v in self.headers.items()}, body=body,
                     )
                 )
+                if refusal is not None:
+                    server.refused.append(str(refusal.get("error", refusal).get("message")))
+                    self._send(400, refusal)
+                    return
                 if step is None:
                     message = f"scripted_llm: no step left that matches this request (agent={agent or 'unknown'})"
                     self._send(409, {"error": {"message": message, "type": "script_exhausted"}})
@@ -273,6 +398,14 @@ class ScriptedLLM:
                     return
                 content = "\n".join(spec["content_lines"]) if "content_lines" in spec else str(spec.get("content", ""))
                 prompt = "\n".join(str(m.get("content", "")) for m in messages)
+                quirks = server.quirks
+                message: dict[str, Any] = {"role": "assistant", "content": content}
+                reasoning = str(spec.get("reasoning", DEFAULT_REASONING))
+                style = quirks.get("reasoning")
+                if style == "think":
+                    message["content"] = f"<think>\n{reasoning}\n</think>\n\n{content}"
+                elif style:
+                    message[style] = reasoning
                 answer: dict[str, Any] = {
                     "id": f"chatcmpl-scripted-{len(server.requests)}",
                     "object": "chat.completion",
@@ -281,15 +414,21 @@ class ScriptedLLM:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": content},
+                            "message": message,
                             "finish_reason": spec.get("finish_reason", "stop"),
                         }
                     ],
                 }
                 if "usage" not in spec:
                     usage = {"prompt_tokens": max(1, len(prompt) // 4), "completion_tokens": max(1, len(content) // 4)}
+                    if quirks.get("reasoning_tokens"):
+                        thought = server_tokens(reasoning)
+                        usage["completion_tokens"] += thought  # reasoning tokens are part of the completion
+                        usage["completion_tokens_details"] = {"reasoning_tokens": thought}
                 else:
                     usage = spec["usage"]
+                if quirks.get("usage") is False:
+                    usage = None
                 if usage is not None:
                     usage = dict(usage)
                     usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))

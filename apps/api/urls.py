@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from apps.api import experiment_views, fleet_views, views
+from apps.llm.api import EndpointTest
 
 app_name = "api"
 urlpatterns = [
@@ -17,6 +18,7 @@ urlpatterns = [
     path("turns/<int:pk>/", views.TurnDetail.as_view(), name="turn-detail"),
     path("profiles/", views.ProfileList.as_view(), name="profile-list"),
     path("endpoints/", views.EndpointList.as_view(), name="endpoint-list"),
+    path("endpoints/<int:pk>/test/", EndpointTest.as_view(), name="endpoint-test"),
     path("experiments/", experiment_views.ExperimentList.as_view(), name="experiment-list"),
     path("experiments/compare/", experiment_views.ExperimentCompare.as_view(), name="experiment-compare"),
     path("experiments/<int:pk>/", experiment_views.ExperimentDetail.as_view(), name="experiment-detail"),

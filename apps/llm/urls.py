@@ -8,4 +8,5 @@ urlpatterns = [
     path("new/", views.endpoint_create, name="create"),
     path("<int:pk>/", views.endpoint_edit, name="edit"),
     path("<int:pk>/delete/", views.endpoint_delete, name="delete"),
+    path("<int:pk>/test/", views.endpoint_test, name="test"),
 ]

@@ -20,6 +20,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 
+from apps.llm.services import client_for
 from apps.llm.ssrf import check_base_url
 from apps.runs.events import event_append
 from apps.runs.fairness import fair_share_defer
@@ -35,7 +36,7 @@ from apps.runs.models import (
     VerificationStatus,
 )
 from apps.runs.services import run_fail, run_transition
-from worker.agents.llm import OpenAIChatClient, PriceTable
+from worker.agents.llm import OpenAIChatClient
 from worker.agents.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
 from worker.agents.prompts import HardwareInfo
 from worker.engine.verification import compare
@@ -146,6 +147,9 @@ class DjangoSink:
             turn=self.turns[turn], role=record.role, model=record.model, messages=record.messages,
             response=record.response, tokens_in=record.tokens_in, tokens_out=record.tokens_out,
             cost_usd=Decimal(str(round(record.cost_usd, 6))), latency_s=record.latency_s, error=record.error,
+            reasoning=record.reasoning, reasoning_tokens=record.reasoning_tokens, cached_tokens=record.cached_tokens,
+            context_window=record.context_window, prompt_estimate=record.prompt_estimate, priced=record.priced,
+            estimated_tokens=record.estimated_tokens, notes=list(record.notes),
         )
 
     @db_retry
@@ -158,9 +162,8 @@ def _client(run: Run) -> OpenAIChatClient:
     if endpoint is None:
         raise ValueError("the run has no LLM endpoint; add one in the admin (LLM endpoints) and launch again")
     check_base_url(endpoint.base_url)  # again here: DNS may have changed since it was saved (UnsafeEndpoint)
-    prices = PriceTable.load(settings.LLM_PRICES_FILE or None)
-    return OpenAIChatClient(endpoint.base_url, endpoint.get_api_key() or "none", run.model,
-                            timeout_s=settings.LLM_TIMEOUT_SECONDS, prices=prices)
+    # The endpoint's own prices, windows and learned refusals; what the run learns is stored back.
+    return client_for(endpoint, run.model, timeout_s=settings.LLM_TIMEOUT_SECONDS)
 
 
 def _config(run: Run) -> PipelineConfig:

@@ -2,7 +2,7 @@ from django import forms
 
 from apps.catalog.selectors import tasks_enabled
 from apps.fleet.selectors import gpu_targets, target_queue
-from apps.llm.selectors import endpoints_for
+from apps.llm.selectors import endpoint_test_warning, endpoints_for
 from apps.runs.models import ProfileMode
 from apps.runs.services import RunConfig
 from worker import registry
@@ -57,6 +57,23 @@ class LaunchForm(forms.Form):
         """Shown above the submit button: targets whose runs would wait for a worker."""
         return [f"{t.label.split(' · ')[0]}: no live worker consumes {t.queue}; runs sent there wait until one "
                 "starts (make worker on a GPU host)." for t in self.gpu_targets if not t.live]
+
+    def endpoint_warnings(self) -> list[str]:
+        """Shown above the submit button: the chosen endpoint never passed its connection test; before one is
+        chosen, which of the offered endpoints never did."""
+        endpoints = self.fields["endpoint"].queryset
+        chosen = self.data.get("endpoint") if self.is_bound else None
+        if chosen:
+            endpoint = endpoints.filter(pk=chosen).first() if str(chosen).isdigit() else None
+            warning = endpoint_test_warning(endpoint)
+            return [warning] if warning else []
+        untested = [e.name for e in endpoints if e.last_passed_at is None]
+        if not untested:
+            return []
+        if len(untested) == 1:
+            return [endpoint_test_warning(endpoints.get(name=untested[0]))] if endpoints.count() == 1 else [
+                f"{untested[0]}: its connection test has never passed (test it on the endpoint's page)."]
+        return [f"Never passed a connection test: {', '.join(untested)} (test them on their endpoint pages)."]
 
     def clean_gpu(self) -> str:
         queue = target_queue(self.cleaned_data.get("gpu", ""))

@@ -261,6 +261,16 @@ class AgentCall(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     latency_s = models.FloatField(default=0)
     error = models.TextField(blank=True)
+    # Beside the answer (worker/agents/llm.py): the model's reasoning, the tokens it reports for it and for
+    # cached input, the window the prompt was fitted to, and what was changed to get an answer.
+    reasoning = models.TextField(blank=True)
+    reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    context_window = models.PositiveIntegerField(null=True, blank=True)
+    prompt_estimate = models.PositiveIntegerField(default=0)
+    priced = models.BooleanField(default=True)  # False: no price for the model, cost_usd 0 means unknown
+    estimated_tokens = models.BooleanField(default=False)
+    notes = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -91,7 +91,10 @@ def _turn(run: Run, turn: Turn) -> dict:
         "agent_calls": [
             {"role": c.role, "model": c.model, "messages": c.messages, "response": c.response,
              "tokens_in": c.tokens_in, "tokens_out": c.tokens_out, "cost_usd": float(c.cost_usd),
-             "latency_s": c.latency_s, "error": c.error}
+             "latency_s": c.latency_s, "error": c.error, "reasoning": c.reasoning,
+             "reasoning_tokens": c.reasoning_tokens, "cached_tokens": c.cached_tokens,
+             "context_window": c.context_window, "prompt_estimate": c.prompt_estimate, "priced": c.priced,
+             "estimated_tokens": c.estimated_tokens, "notes": list(c.notes)}
             for c in turn.agent_calls.order_by("created_at", "id")
         ],
         # Finished fresh evaluations of the turn (apps/runs/verification.py), oldest first.

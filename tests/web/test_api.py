@@ -410,7 +410,8 @@ def test_an_endpoint_api_key_never_appears_in_any_response(make_run, user, task,
 
 API_PATHS = {"/api/tasks/", "/api/tasks/{id}/", "/api/runs/", "/api/runs/{id}/", "/api/runs/{id}/cancel/",
              "/api/runs/{id}/turns/", "/api/runs/{id}/events/", "/api/turns/{id}/", "/api/profiles/",
-             "/api/endpoints/", "/api/auth/token/", "/api/runs/{id}/share/", "/api/shares/{key}/",
+             "/api/endpoints/", "/api/endpoints/{id}/test/", "/api/auth/token/", "/api/runs/{id}/share/",
+             "/api/shares/{key}/",
              "/api/experiments/", "/api/experiments/{id}/", "/api/experiments/{id}/cancel/",
              "/api/experiments/{id}/rerun-failed/", "/api/experiments/{id}/analyses/", "/api/experiments/compare/",
              "/api/workers/"}

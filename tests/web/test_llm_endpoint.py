@@ -6,6 +6,9 @@ from apps.llm.crypto import DecryptionError
 from apps.llm.models import LLMEndpoint
 
 pytestmark = pytest.mark.django_db
+# The admin page's per-model inline (windows and prices), empty, as a browser posts it.
+INLINE = {"model_settings-TOTAL_FORMS": "0", "model_settings-INITIAL_FORMS": "0",
+          "model_settings-MIN_NUM_FORMS": "0", "model_settings-MAX_NUM_FORMS": "1000"}
 
 
 def test_api_key_is_encrypted_at_rest_and_readable_back():
@@ -36,7 +39,8 @@ def test_a_key_written_with_another_secret_fails_with_advice(settings):
 def test_admin_never_echoes_the_stored_key(admin_client):
     response = admin_client.post(
         reverse("admin:llm_llmendpoint_add"),
-        {"name": "lab", "base_url": "https://llm.example/v1", "model_names": '["m1"]', "api_key": "sk-visible?"},
+        {"name": "lab", "base_url": "https://llm.example/v1", "model_names": '["m1"]', "api_key": "sk-visible?",
+         **INLINE},
     )
     assert response.status_code == 302
     endpoint = LLMEndpoint.objects.get(name="lab")
@@ -51,7 +55,7 @@ def test_admin_keeps_the_key_when_the_field_is_left_empty(admin_client):
     endpoint.save()
     admin_client.post(
         reverse("admin:llm_llmendpoint_change", args=[endpoint.pk]),
-        {"name": "lab2", "base_url": "https://llm.example/v1", "model_names": "[]", "api_key": ""},
+        {"name": "lab2", "base_url": "https://llm.example/v1", "model_names": "[]", "api_key": "", **INLINE},
     )
     endpoint.refresh_from_db()
     assert (endpoint.name, endpoint.get_api_key()) == ("lab2", "sk-keep")
@@ -96,3 +100,16 @@ def test_bad_endpoint_input_is_explained_and_nothing_is_saved(client, user):
     response = client.post(reverse("llm:create"), {"name": "dup", "base_url": "https://b.example/v1"})
     assert "already have an endpoint with this name" in response.content.decode()
     assert LLMEndpoint.objects.count() == 1
+
+
+def test_admins_set_prices_and_windows_of_a_shared_endpoint_inline(admin_client):
+    from apps.llm.models import EndpointModel
+
+    endpoint = LLMEndpoint.objects.create(name="shared", base_url="https://llm.example/v1")
+    response = admin_client.post(reverse("admin:llm_llmendpoint_change", args=[endpoint.pk]), {
+        "name": "shared", "base_url": "https://llm.example/v1", "model_names": "[]", "api_key": "", **INLINE,
+        "model_settings-TOTAL_FORMS": "1", "model_settings-0-model": "big", "model_settings-0-context_window": "65536",
+        "model_settings-0-input_per_m": "1", "model_settings-0-output_per_m": "4"})
+    assert response.status_code == 302
+    row = EndpointModel.objects.get(endpoint=endpoint)
+    assert (row.model, row.context_window, float(row.output_per_m)) == ("big", 65536, 4.0)

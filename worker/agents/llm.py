@@ -6,14 +6,23 @@ exponential backoff and jitter; every other refusal (400, 401, 403, 404, ...) fa
 message that says what to fix. Tokens come from the response's `usage` (estimated, and marked so, only
 when the endpoint sends none); cost comes from a per-model price table that an operator can override.
 
+Two 400 answers are handled rather than passed on: a parameter the model refuses (`temperature` on a
+reasoning model, `max_tokens` where `max_completion_tokens` is wanted) is dropped or renamed and the
+request sent again, the model remembered as refusing it (`on_learned` tells the caller, which stores it
+per endpoint and model); a context-length error raises `ContextLengthError` with the window it states, for
+the pipeline to trim and retry. Reasoning text (a `reasoning_content` or `reasoning` field, or a
+`<think>` block) and reasoning tokens are returned beside the answer.
+
 The client enforces no budget: the pipeline adds up `LLMResponse.cost_usd` and stops a run itself.
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +30,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import openai
+
+from worker.agents.budget import estimate_text_tokens
 
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
@@ -35,9 +46,13 @@ class LLMResponse:
     latency_s: float  # wall time of the whole call, retries and backoff included
     attempts: int
     finish_reason: str  # "stop", "length" (hit max tokens), "content_filter", ... or "" if absent
-    priced: bool  # False: the model is not in the price table, cost_usd is 0
+    priced: bool  # False: the model is not in the price table, cost_usd is 0 and means "unknown"
     estimated_tokens: bool  # True: the endpoint sent no usage, the token counts are a rough estimate
     attempt_errors: tuple[str, ...] = ()  # why each failed attempt before the successful one failed
+    reasoning: str = ""  # the model's reasoning text, kept apart from the answer
+    reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens (part of tokens_out)
+    cached_tokens: int = 0  # prompt tokens the server served from its cache (part of tokens_in)
+    notes: tuple[str, ...] = ()  # what the client changed to get an answer (a refused parameter dropped, ...)
 
 
 class LLMError(Exception):
@@ -51,6 +66,7 @@ class LLMError(Exception):
         attempts: int,
         attempt_errors: tuple[str, ...] = (),
         status: int | None = None,
+        notes: tuple[str, ...] = (),
     ):
         super().__init__(message)
         self.message = message
@@ -58,6 +74,16 @@ class LLMError(Exception):
         self.attempts = attempts
         self.attempt_errors = attempt_errors
         self.status = status
+        self.notes = notes
+
+
+class ContextLengthError(LLMError):
+    """The server refused the prompt as longer than the model's window (`window`, when its text says)."""
+
+    def __init__(self, message: str, *, window: int | None, prompt_tokens: int | None, **kwargs: Any):
+        super().__init__(message, retriable=False, **kwargs)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
 
 
 class ChatClient(Protocol):
@@ -73,29 +99,67 @@ class ChatClient(Protocol):
         seed: int | None = None,
     ) -> LLMResponse: ...
 
+    def context_window(self, model: str) -> int | None:
+        """The model's window in tokens, or None when nothing says."""
+
 
 # ---------------------------------------------------------------------------------------------- prices
+
+
+MODELS_FILE = Path(__file__).with_name("models.json")
 
 
 @dataclass(frozen=True)
 class ModelPrice:
     input_per_m: float  # USD per 1M prompt tokens
     output_per_m: float  # USD per 1M completion tokens
+    cached_input_per_m: float | None = None  # USD per 1M cached prompt tokens; None: the input price
+    reasoning_per_m: float | None = None  # USD per 1M reasoning tokens; None: the output price
+
+    def cost(self, tokens_in: int, tokens_out: int, cached: int = 0, reasoning: int = 0) -> float:
+        """Cached tokens are part of tokens_in and reasoning tokens part of tokens_out (as servers count)."""
+        cached = min(max(cached, 0), tokens_in)
+        reasoning = min(max(reasoning, 0), tokens_out)
+        cached_price = self.input_per_m if self.cached_input_per_m is None else self.cached_input_per_m
+        reasoning_price = self.output_per_m if self.reasoning_per_m is None else self.reasoning_per_m
+        return ((tokens_in - cached) * self.input_per_m + cached * cached_price
+                + (tokens_out - reasoning) * self.output_per_m + reasoning * reasoning_price) / 1_000_000
 
 
-# List prices (USD per 1M tokens, uncached input) when this table was written; they change, so an
-# operator overrides them with a JSON file (see PriceTable.load) rather than editing code.
-DEFAULT_PRICES: dict[str, ModelPrice] = {
-    "gpt-4o": ModelPrice(2.50, 10.00),
-    "gpt-4o-mini": ModelPrice(0.15, 0.60),
-    "gpt-4.1": ModelPrice(2.00, 8.00),
-    "gpt-4.1-mini": ModelPrice(0.40, 1.60),
-    "gpt-4.1-nano": ModelPrice(0.10, 0.40),
-    "o3": ModelPrice(2.00, 8.00),
-    "o4-mini": ModelPrice(1.10, 4.40),
-    "deepseek-chat": ModelPrice(0.28, 0.42),
-    "deepseek-reasoner": ModelPrice(0.28, 0.42),
-}
+@dataclass(frozen=True)
+class KnownModel:
+    """What the shipped data file (models.json) says about a well-known model id."""
+
+    price: ModelPrice | None = None
+    context_window: int | None = None
+    refuses: frozenset[str] = frozenset()
+    token_limit_field: str | None = None
+
+
+def match_model(table: Mapping[str, Any], model: str) -> Any:
+    """The entry for `model`, else for the longest listed id that a dated or provider-prefixed id extends
+    ("gpt-4o-2024-08-06", "openai/gpt-4o" -> "gpt-4o"); matching ignores case. None if none."""
+    if model in table:
+        return table[model]
+    lowered = {k.lower(): k for k in table}
+    bare = model.rsplit("/", 1)[-1].lower()
+    candidates = [m for m in lowered if bare == m or bare.startswith(m + "-")]
+    return table[lowered[max(candidates, key=len)]] if candidates else None
+
+
+@functools.cache
+def known_models() -> dict[str, KnownModel]:
+    data = json.loads(MODELS_FILE.read_text(encoding="utf-8"))["models"]
+    out = {}
+    for model, entry in data.items():
+        price = _parse_price(entry, f"{MODELS_FILE.name}: {model!r}") if "input" in entry else None
+        out[model] = KnownModel(price, entry.get("context_window"), frozenset(entry.get("refuses", ())),
+                                entry.get("token_limit_field"))
+    return out
+
+
+def default_prices() -> dict[str, ModelPrice]:
+    return {m: k.price for m, k in known_models().items() if k.price is not None}
 
 
 class PriceTable:
@@ -103,13 +167,14 @@ class PriceTable:
     falls back to the longest listed id it extends, so a new snapshot is priced like its family."""
 
     def __init__(self, prices: Mapping[str, ModelPrice] | None = None):
-        self._prices = dict(DEFAULT_PRICES if prices is None else prices)
+        self._prices = dict(default_prices() if prices is None else prices)
 
     @classmethod
     def load(cls, overrides: str | Path | Mapping[str, Any] | None = None) -> PriceTable:
         """The default table updated from a JSON file path or a dict of
-        `{"model": {"input": 1.0, "output": 2.0}}` (or `{"model": [1.0, 2.0]}`), USD per 1M tokens."""
-        prices = dict(DEFAULT_PRICES)
+        `{"model": {"input": 1.0, "output": 2.0, "cached_input": 0.5, "reasoning": 2.0}}` (the last two
+        optional) or `{"model": [1.0, 2.0]}`, USD per 1M tokens."""
+        prices = default_prices()
         if overrides is None:
             return cls(prices)
         if isinstance(overrides, (str, Path)):
@@ -129,35 +194,42 @@ class PriceTable:
             prices[str(model)] = _parse_price(raw, f"{where}: {model!r}")
         return cls(prices)
 
-    def price(self, model: str) -> ModelPrice | None:
-        if model in self._prices:
-            return self._prices[model]
-        bare = model.rsplit("/", 1)[-1]
-        candidates = [m for m in self._prices if bare == m or bare.startswith(m + "-")]
-        return self._prices[max(candidates, key=len)] if candidates else None
+    def with_prices(self, prices: Mapping[str, ModelPrice]) -> PriceTable:
+        """This table with `prices` (an endpoint's own, say) taking precedence."""
+        return PriceTable({**self._prices, **prices})
 
-    def cost(self, model: str, tokens_in: int, tokens_out: int) -> tuple[float, bool]:
+    def price(self, model: str) -> ModelPrice | None:
+        return match_model(self._prices, model)
+
+    def cost(self, model: str, tokens_in: int, tokens_out: int, cached: int = 0, reasoning: int = 0
+             ) -> tuple[float, bool]:
         """(USD, priced). An unknown model costs 0 and is reported as unpriced, never guessed."""
         price = self.price(model)
         if price is None:
             return 0.0, False
-        return (tokens_in * price.input_per_m + tokens_out * price.output_per_m) / 1_000_000, True
+        return price.cost(tokens_in, tokens_out, cached, reasoning), True
 
     def as_dict(self) -> dict[str, ModelPrice]:
         return dict(self._prices)
 
 
 def _parse_price(raw: Any, where: str) -> ModelPrice:
+    extra: tuple[Any, Any] = (None, None)
     if isinstance(raw, Mapping):
         values = (raw.get("input"), raw.get("output"))
+        extra = (raw.get("cached_input"), raw.get("reasoning"))
     elif isinstance(raw, (list, tuple)) and len(raw) == 2:
         values = (raw[0], raw[1])
     else:
         raise ValueError(f'{where}: expected {{"input": x, "output": y}} or [x, y] in USD per 1M tokens')
-    for value in values:
+    for value in (*values, *(e for e in extra if e is not None)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{where}: prices must be numbers >= 0, got {raw!r}")
-    return ModelPrice(float(values[0]), float(values[1]))
+    return ModelPrice(float(values[0]), float(values[1]),
+                      None if extra[0] is None else float(extra[0]), None if extra[1] is None else float(extra[1]))
+
+
+DEFAULT_PRICES: dict[str, ModelPrice] = default_prices()
 
 
 # ---------------------------------------------------------------------------------------------- retries
@@ -252,15 +324,123 @@ def _classify(exc: openai.OpenAIError, model: str, timeout_s: float) -> _Failure
             return _Failure(
                 f"not found (404): check the endpoint's base URL and the model id '{model}'{suffix}", False, status
             )
-        if status == 400:
-            return _Failure(f"the endpoint rejected the request as invalid (400){suffix}", False, status)
+        if status == 400 or (status == 413 and "context" in detail.lower()):
+            return _Failure(f"the endpoint rejected the request as invalid ({status}){suffix}", False, status)
         return _Failure(f"the endpoint refused the request ({status}){suffix}", False, status)
     return _Failure(f"the OpenAI client failed: {exc}", False)
 
 
 def estimate_tokens(text: str) -> int:
-    """About four characters per token for English and code: good enough to keep a budget honest."""
-    return max(1, round(len(text) / 4)) if text else 0
+    """The budget's conservative estimate (three characters per token), for endpoints that send no usage."""
+    return estimate_text_tokens(text)
+
+
+# Parameters a server may refuse for one model and that a request can do without (or rename).
+ADAPTABLE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "presence_penalty",
+                    "frequency_penalty")
+_REFUSED_TEXT = re.compile(
+    r"(?:unsupported (?:parameter|value):\s*'?(?P<a>\w+)'?)"
+    r"|(?:'?(?P<b>\w+)'? (?:is not supported|is unsupported|does not support|is not allowed))",
+    re.IGNORECASE,
+)
+_WINDOW_TEXT = (
+    re.compile(r"maximum context length is (\d[\d,]*) tokens", re.I),  # OpenAI, vLLM, DeepSeek
+    re.compile(r"model'?s context length \((\d[\d,]*) tokens\)", re.I),  # SGLang
+    re.compile(r"context (?:size|window|length)(?: is| of)? \(?(\d[\d,]*)\)?", re.I),
+)
+_PROMPT_TEXT = (
+    re.compile(r"your messages resulted in (\d[\d,]*) tokens", re.I),
+    re.compile(r"\((\d[\d,]*) in the messages", re.I),
+    re.compile(r"your request has (\d[\d,]*) input tokens", re.I),
+    re.compile(r"the input \((\d[\d,]*) tokens\)", re.I),
+)
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _error_fields(exc: openai.APIStatusError) -> dict[str, Any]:
+    body = exc.body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            return dict(inner)
+    return {}
+
+
+def refused_parameter(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> str | None:
+    """The request parameter a 400 says the model does not accept, if it is one we can do without."""
+    if exc.status_code != 400:
+        return None
+    fields = _error_fields(exc)
+    detail = _error_detail(exc)
+    param = fields.get("param")
+    code = str(fields.get("code") or "")
+    if isinstance(param, str) and param in sent and param in ADAPTABLE_PARAMS and (
+            code.startswith("unsupported") or "support" in detail.lower()):
+        return param
+    for match in _REFUSED_TEXT.finditer(detail):
+        name = match.group("a") or match.group("b")
+        if name in sent and name in ADAPTABLE_PARAMS:
+            return name
+    return None
+
+
+def context_length_error(exc: openai.APIStatusError) -> tuple[int | None, int | None] | None:
+    """(window, prompt tokens) when a 400/413 says the request does not fit the model's context, else None."""
+    if exc.status_code not in (400, 413):
+        return None
+    fields = _error_fields(exc)
+    detail = _error_detail(exc)
+    lowered = detail.lower()
+    code = str(fields.get("code") or fields.get("type") or "")
+    if not (code in ("context_length_exceeded", "exceed_context_size_error")
+            or "maximum context length" in lowered or "context length" in lowered
+            or "exceeds the available context size" in lowered or "context window" in lowered):
+        return None
+    window = fields.get("n_ctx") if isinstance(fields.get("n_ctx"), int) else None  # llama.cpp's fields
+    prompt = fields.get("n_prompt_tokens") if isinstance(fields.get("n_prompt_tokens"), int) else None
+    for pattern in _WINDOW_TEXT:
+        if window is None and (found := pattern.search(detail)):
+            window = _int(found.group(1))
+    for pattern in _PROMPT_TEXT:
+        if prompt is None and (found := pattern.search(detail)):
+            prompt = _int(found.group(1))
+    return window, prompt
+
+
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S | re.I)
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(answer, reasoning): `<think>...</think>` blocks (an unclosed one runs to the end) moved aside."""
+    if "<think>" not in text.lower():
+        return text, ""
+    reasoning = "\n\n".join(m.group(1).strip() for m in _THINK.finditer(text))
+    return _THINK.sub("", text).strip(), reasoning
+
+
+@dataclass(frozen=True)
+class ModelQuirks:
+    """What a server refuses for one model, as learned from its 400 answers (or the shipped data file)."""
+
+    refused: frozenset[str] = frozenset()
+    token_limit_field: str | None = None  # None: the client's default
+
+
+def window_from_listing(entry: Mapping[str, Any]) -> int | None:
+    """A model's window from one `GET /models` entry: vLLM says max_model_len, others context_length,
+    context_window or max_context_length (sometimes under top_provider / meta)."""
+    places = [entry, entry.get("top_provider") or {}, entry.get("meta") or {}]
+    for place in places:
+        if not isinstance(place, Mapping):
+            continue
+        for key in ("max_model_len", "context_length", "context_window", "max_context_length", "n_ctx_train"):
+            value = place.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- client
@@ -281,6 +461,10 @@ class OpenAIChatClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         token_limit_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        quirks: Mapping[str, ModelQuirks] | None = None,
+        context_windows: Mapping[str, int] | None = None,
+        discover_windows: bool = True,
+        on_learned: Callable[[str, ModelQuirks, str], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
     ):
@@ -297,6 +481,11 @@ class OpenAIChatClient:
         self.max_tokens = max_tokens
         # o-series models refuse `max_tokens`; most other servers know only it.
         self.token_limit_field = token_limit_field
+        self.quirks: dict[str, ModelQuirks] = dict(quirks or {})
+        self.context_windows: dict[str, int] = dict(context_windows or {})  # set per endpoint: these win
+        self.discover_windows = discover_windows  # else GET /models is never asked
+        self._listed: dict[str, int] | None = None
+        self.on_learned = on_learned  # (model, quirks, note): the caller stores what was learned
         self._sleep = sleep
         self._rand = rand
         # Local servers (vLLM, llama.cpp) accept any key, but the SDK insists on a non-empty one.
@@ -319,15 +508,19 @@ class OpenAIChatClient:
         if temperature is not None:
             kwargs["temperature"] = temperature
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
+        quirks = self.quirks_for(model)
         if max_tokens is not None:
-            kwargs[self.token_limit_field] = max_tokens
+            kwargs[quirks.token_limit_field or self.token_limit_field] = max_tokens
         if seed is not None:
             # Best effort: OpenAI and vLLM honour it for repeatable sampling; servers that do not, ignore it.
             kwargs["seed"] = seed
+        notes: list[str] = []
+        for name in sorted(quirks.refused & set(kwargs)):
+            notes.append(f"{name}={kwargs.pop(name)} not sent: {model} refuses it on this endpoint")
 
         started = time.monotonic()
         errors: list[str] = []
-        attempt = 0
+        attempt = adaptations = 0
         while True:
             attempt += 1
             try:
@@ -335,10 +528,23 @@ class OpenAIChatClient:
             except openai.OpenAIError as exc:
                 failure = _classify(exc, model, self.timeout_s)
                 errors.append(f"attempt {attempt}: {failure.message}")
+                if isinstance(exc, openai.APIStatusError):
+                    refused = refused_parameter(exc, kwargs)
+                    if refused and adaptations < len(ADAPTABLE_PARAMS):
+                        adaptations += 1
+                        notes.append(self._adapt(model, refused, kwargs, _error_detail(exc)))
+                        continue  # a changed request, not a retry of the same one: no backoff
+                    fits = context_length_error(exc)
+                    if fits is not None:
+                        raise ContextLengthError(
+                            f"the prompt does not fit {model}'s context window ({exc.status_code}): "
+                            f"{_error_detail(exc)}", window=fits[0], prompt_tokens=fits[1], attempts=attempt,
+                            attempt_errors=tuple(errors), status=exc.status_code, notes=tuple(notes),
+                        ) from exc
                 if not failure.retriable:
                     raise LLMError(
                         failure.message, retriable=False, attempts=attempt,
-                        attempt_errors=tuple(errors), status=failure.status,
+                        attempt_errors=tuple(errors), status=failure.status, notes=tuple(notes),
                     ) from exc
                 if attempt >= self.retry.max_attempts:
                     raise LLMError(
@@ -353,7 +559,65 @@ class OpenAIChatClient:
                     "check that the base URL points at an OpenAI-compatible /v1 API",
                     retriable=False, attempts=attempt, attempt_errors=tuple(errors),
                 ) from exc
-            return self._response(completion, messages, model, attempt, started, tuple(errors))
+            return self._response(completion, messages, model, attempt, started, tuple(errors), tuple(notes))
+
+    # ------------------------------------------------------------------ what a model accepts, its window
+
+    def quirks_for(self, model: str) -> ModelQuirks:
+        if model in self.quirks:
+            return self.quirks[model]
+        known = match_model(known_models(), model)
+        if known is not None and (known.refuses or known.token_limit_field):
+            return ModelQuirks(known.refuses, known.token_limit_field)
+        return ModelQuirks()
+
+    def _adapt(self, model: str, param: str, kwargs: dict[str, Any], detail: str) -> str:
+        """Drop (or rename) a refused parameter in `kwargs`, remember it for the model, say what changed."""
+        quirks = self.quirks_for(model)
+        value = kwargs.pop(param)
+        other = {"max_tokens": "max_completion_tokens", "max_completion_tokens": "max_tokens"}.get(param)
+        if other and (other in detail or param == "max_completion_tokens"):
+            kwargs[other] = value
+            quirks = ModelQuirks(quirks.refused, other)
+            note = f"{model} refused {param}; sent {other}={value} instead"
+        else:
+            quirks = ModelQuirks(quirks.refused | {param}, quirks.token_limit_field)
+            note = f"{model} refused {param}={value}; sent without it"
+        self.quirks[model] = quirks
+        if self.on_learned is not None:
+            self.on_learned(model, quirks, note)
+        return note
+
+    def list_models(self) -> list[dict[str, Any]]:
+        """`GET /models` as plain dicts (with any extra fields the server adds, e.g. vLLM's max_model_len)."""
+        try:
+            page = self._client.models.list()
+        except openai.OpenAIError as exc:
+            failure = _classify(exc, self.model, self.timeout_s)
+            raise LLMError(f"listing the models failed: {failure.message}", retriable=failure.retriable,
+                           attempts=1, status=failure.status) from exc
+        except ValueError as exc:
+            raise LLMError(f"the endpoint's /models answer is not a model list ({exc})", retriable=False,
+                           attempts=1) from exc
+        return [item.model_dump() if hasattr(item, "model_dump") else dict(item) for item in page.data]
+
+    def context_window(self, model: str) -> int | None:
+        """The window set for this endpoint, else what its /models says (asked once), else the data file's."""
+        if model in self.context_windows:
+            return self.context_windows[model]
+        if self.discover_windows and self._listed is None:
+            self._listed = {}
+            try:
+                for entry in self.list_models():
+                    window = window_from_listing(entry)
+                    if window and entry.get("id"):
+                        self._listed[str(entry["id"])] = window
+            except LLMError:
+                pass  # the window stays unknown: the context-length error is still answered by trimming
+        if self._listed and model in self._listed:
+            return self._listed[model]
+        known = match_model(known_models(), model)
+        return known.context_window if known is not None else None
 
     def _response(
         self,
@@ -363,6 +627,7 @@ class OpenAIChatClient:
         attempts: int,
         started: float,
         errors: tuple[str, ...],
+        notes: tuple[str, ...] = (),
     ) -> LLMResponse:
         choices = getattr(completion, "choices", None) or []
         if isinstance(completion, str) or not choices:
@@ -378,18 +643,32 @@ class OpenAIChatClient:
         if not isinstance(text, str):
             raise LLMError(f"the endpoint's message content is not text: {str(text)[:200]!r}",
                            retriable=False, attempts=attempts, attempt_errors=errors)
+        # DeepSeek and vLLM send `reasoning_content`, newer vLLM and Ollama `reasoning`; others a <think> block.
+        reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None) or ""
+        if not isinstance(reasoning, str):
+            reasoning = str(reasoning)
+        text, thought = split_reasoning(text)
+        reasoning = "\n\n".join(r for r in (reasoning.strip(), thought) if r)
         usage = getattr(completion, "usage", None)
         tokens_in = getattr(usage, "prompt_tokens", None)
         tokens_out = getattr(usage, "completion_tokens", None)
         estimated = tokens_in is None or tokens_out is None
         if estimated:
             tokens_in = estimate_tokens("\n".join(str(m.get("content") or "") for m in messages))
-            tokens_out = estimate_tokens(text)
+            tokens_out = estimate_tokens(text) + estimate_tokens(reasoning)
+        details = getattr(usage, "completion_tokens_details", None)
+        reasoning_tokens = getattr(details, "reasoning_tokens", None)
+        prompt_details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(prompt_details, "cached_tokens", None)
+        if cached is None:  # DeepSeek's own field
+            cached = (getattr(usage, "model_extra", None) or {}).get("prompt_cache_hit_tokens")
+        cached = int(cached) if isinstance(cached, int) else 0
+        reasoning_n = int(reasoning_tokens) if isinstance(reasoning_tokens, int) else 0
         answered_by = getattr(completion, "model", None) or asked_model
         # Price by the id we asked for: endpoints often answer with a dated snapshot id.
-        cost, priced = self.prices.cost(asked_model, tokens_in, tokens_out)
+        cost, priced = self.prices.cost(asked_model, tokens_in, tokens_out, cached, reasoning_n)
         if not priced and answered_by != asked_model:
-            cost, priced = self.prices.cost(answered_by, tokens_in, tokens_out)
+            cost, priced = self.prices.cost(answered_by, tokens_in, tokens_out, cached, reasoning_n)
         return LLMResponse(
             text=text,
             model=answered_by,
@@ -402,6 +681,10 @@ class OpenAIChatClient:
             priced=priced,
             estimated_tokens=estimated,
             attempt_errors=errors,
+            reasoning=reasoning,
+            reasoning_tokens=int(reasoning_tokens) if isinstance(reasoning_tokens, int) else None,
+            cached_tokens=cached,
+            notes=notes,
         )
 
 
@@ -414,6 +697,11 @@ class ScriptedChatClient:
     model: str = "scripted"
     calls: list[list[dict[str, str]]] = field(default_factory=list)
     options: list[dict[str, Any]] = field(default_factory=list)  # model, temperature, seed per call
+    windows: dict[str, int] = field(default_factory=dict)  # context windows it reports
+    max_tokens_sent: list[int | None] = field(default_factory=list)
+
+    def context_window(self, model: str) -> int | None:
+        return self.windows.get(model)
 
     def chat(
         self,
@@ -425,6 +713,7 @@ class ScriptedChatClient:
         seed: int | None = None,
     ) -> LLMResponse:
         self.calls.append([dict(m) for m in messages])
+        self.max_tokens_sent.append(max_tokens)
         self.options.append({"model": model, "temperature": temperature, "seed": seed})
         if not self.answers:
             raise LLMError("the scripted client has no answers left", retriable=False, attempts=1)

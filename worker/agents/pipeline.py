@@ -13,13 +13,14 @@ The loop talks to the outside only through a `Sink` (events, turns, agent calls,
 from __future__ import annotations
 
 import difflib
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from worker.agents import prompts
-from worker.agents.llm import ChatClient, LLMError
+from worker.agents import budget, prompts
+from worker.agents.llm import ChatClient, ContextLengthError, LLMError
 from worker.engine.context import EvalOptions
 from worker.engine.extract import Extraction, extract_command
 from worker.engine.results import Evaluation, Verdict
@@ -70,6 +71,14 @@ class AgentCallRecord:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     error: str = ""
+    reasoning: str = ""
+    reasoning_tokens: int | None = None
+    cached_tokens: int = 0
+    context_window: int | None = None  # the model's window when the prompt was fitted to it
+    prompt_estimate: int = 0  # our conservative estimate of the prompt's tokens (tokens_in is the server's)
+    priced: bool = True  # False: no price for the model, cost_usd 0 means unknown
+    estimated_tokens: bool = False
+    notes: list[str] = field(default_factory=list)  # what was changed to get an answer (trimmed, dropped, ...)
 
 
 @dataclass(frozen=True)
@@ -199,6 +208,7 @@ class Pipeline:
         self.tokens_in = self.tokens_out = 0
         self.cost = self.llm_seconds = self.gpu_seconds = 0.0
         self.turns = 0
+        self.learned_windows: dict[str, int] = {}  # from context-length errors, per model
         self.started = clock()
 
     # ------------------------------------------------------------------ accounting and limits
@@ -214,36 +224,73 @@ class Pipeline:
         if cfg.cost_budget_usd is not None and self.cost >= cfg.cost_budget_usd:
             raise _Stop("succeeded", f"stopped early: the cost budget of ${cfg.cost_budget_usd:.2f} is spent")
 
-    def _call(self, turn: tuple[int, int], role: str, messages: list[dict[str, str]]):
+    def _window(self, model: str) -> int | None:
+        if model in self.learned_windows:
+            return self.learned_windows[model]
+        window_of = getattr(self.client, "context_window", None)
+        return window_of(model) if callable(window_of) else None
+
+    def _call(self, turn: tuple[int, int], role: str, build: Callable[[budget.PromptLimits], list[dict[str, str]]]):
+        """One agent call. `build` renders the prompt under given limits: the context budget picks the first
+        step of its trimming policy that fits the model's window; a context-length error from the server
+        refits from the next step (to the window the error states) and tries once more."""
         self._check_limits()
         model = self.config.model_for(role)
         self.sink.event("agent.started", {"round": turn[0], "debug": turn[1], "role": role, "model": model})
+        notes: list[str] = []
+        fitted: budget.FittedPrompt | None = None
+        window = self._window(model)
         try:
-            answer = self.client.chat(
-                messages, model=model, temperature=self.config.temperature, max_tokens=self.config.max_tokens,
-                seed=self.config.seed,
-            )
-        except LLMError as exc:
-            record = AgentCallRecord(role, model, list(messages), error=exc.message)
+            fitted = budget.fit(build, window, self.config.max_tokens)
+            try:
+                answer = self._chat(fitted, model)
+            except ContextLengthError as exc:
+                notes += list(exc.notes)
+                window = exc.window or (fitted.window and fitted.window * 3 // 4) or fitted.estimate * 3 // 4
+                self.learned_windows[model] = window  # the next calls to this model fit it from the start
+                notes.append(f"the endpoint refused the prompt as too long for its {window:,}-token window; "
+                             "trimmed and sent once more")
+                fitted = budget.fit(build, window, self.config.max_tokens,
+                                    start=min(fitted.level + 1, len(budget.LEVELS) - 1))
+                answer = self._chat(fitted, model)
+        except (LLMError, budget.ContextBudgetError) as exc:
+            message = exc.message if isinstance(exc, LLMError) else str(exc)
+            if isinstance(exc, LLMError):
+                notes += [n for n in exc.notes if n not in notes]
+            if fitted is not None and fitted.note:
+                notes.insert(0, fitted.note)
+            messages = fitted.messages if fitted is not None else build(limits=budget.LEVELS[0])
+            record = AgentCallRecord(role, model, list(messages), error=message, notes=notes,
+                                     context_window=fitted.window if fitted else window,
+                                     prompt_estimate=fitted.estimate if fitted else 0)
             self.sink.agent_call(turn, record)
-            self.sink.event("agent.failed", {"round": turn[0], "debug": turn[1], "role": role, "error": exc.message})
-            raise _Stop("failed", f"the {role} agent's LLM call failed: {exc.message}") from None
+            self.sink.event("agent.failed", {"round": turn[0], "debug": turn[1], "role": role, "error": message})
+            raise _Stop("failed", f"the {role} agent's LLM call failed: {message}") from None
+        notes = ([fitted.note] if fitted.note else []) + notes + [n for n in answer.notes if n not in notes]
         self.tokens_in += answer.tokens_in
         self.tokens_out += answer.tokens_out
         self.cost += answer.cost_usd
         self.llm_seconds += answer.latency_s
         record = AgentCallRecord(
-            role, answer.model or model, list(messages), answer.text, answer.tokens_in, answer.tokens_out,
-            answer.cost_usd, answer.latency_s,
+            role, answer.model or model, list(fitted.messages), answer.text, answer.tokens_in, answer.tokens_out,
+            answer.cost_usd, answer.latency_s, reasoning=answer.reasoning, reasoning_tokens=answer.reasoning_tokens,
+            cached_tokens=answer.cached_tokens, context_window=fitted.window, prompt_estimate=fitted.estimate,
+            priced=answer.priced, estimated_tokens=answer.estimated_tokens, notes=notes,
         )
         self.sink.agent_call(turn, record)
-        self.sink.event(
-            "agent.finished",
-            {"round": turn[0], "debug": turn[1], "role": role, "model": record.model, "tokens_in": answer.tokens_in,
-             "tokens_out": answer.tokens_out, "cost_usd": answer.cost_usd, "latency_s": round(answer.latency_s, 3),
-             "text": prompts.clip(answer.text, 4000)},
-        )
+        payload = {"round": turn[0], "debug": turn[1], "role": role, "model": record.model,
+                   "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out, "cost_usd": answer.cost_usd,
+                   "latency_s": round(answer.latency_s, 3), "text": prompts.clip(answer.text, 4000)}
+        if notes:
+            payload["notes"] = notes
+        if answer.reasoning_tokens:
+            payload["reasoning_tokens"] = answer.reasoning_tokens
+        self.sink.event("agent.finished", payload)
         return answer
+
+    def _chat(self, fitted: budget.FittedPrompt, model: str):
+        return self.client.chat(fitted.messages, model=model, temperature=self.config.temperature,
+                                max_tokens=fitted.max_tokens, seed=self.config.seed)
 
     # ------------------------------------------------------------------ steps
 
@@ -289,9 +336,9 @@ class Pipeline:
 
     def _write_code(self, key, instructions: str, code: str, fix: bool) -> tuple[str | None, str, float]:
         """Coder (+ Compiler agent): the new source and the proposed command, or None and why not."""
-        answer = self._call(key, "coder", prompts.coder_messages(
+        answer = self._call(key, "coder", lambda limits: prompts.coder_messages(
             task=self.spec, precision=self.precision, hardware=self.hardware, code=code,
-            instructions=instructions, fix=fix))
+            instructions=instructions, fix=fix, limits=limits))
         llm_s = answer.latency_s
         extraction = self._extract(answer.text, answer.finish_reason)
         if not extraction.ok:
@@ -303,9 +350,10 @@ class Pipeline:
             return extraction.code, "", llm_s
         command = "nvcc " + " ".join(flags.default(self.arch))
         if self.config.use_compiler_agent:
-            reply = self._call(key, "compiler", prompts.compiler_messages(
-                hardware=self.hardware, code=extraction.code, default_command=command,
-                allowed_flags=flags.allowed_text))
+            code_out = extraction.code
+            reply = self._call(key, "compiler", lambda limits: prompts.compiler_messages(
+                hardware=self.hardware, code=code_out, default_command=command,
+                allowed_flags=flags.allowed_text, limits=limits))
             llm_s += reply.latency_s
             proposed = extract_command(reply.text)
             if proposed.command:
@@ -359,9 +407,10 @@ class Pipeline:
             for round_index in range(1, self.config.rounds + 1):
                 key = (round_index, 0)
                 self._emit_turn(TurnRecord(round_index, 0, "optimize", parent=best.key))
-                planner = self._call(key, "planner", prompts.planner_messages(
-                    task=self.spec, precision=self.precision, hardware=self.hardware, code=best.code,
-                    results=best_results, profiles=best.evaluation.profiles if best.evaluation else None,
+                planner = self._call(key, "planner", functools.partial(
+                    prompts.planner_messages, task=self.spec, precision=self.precision, hardware=self.hardware,
+                    code=best.code, results=best_results,
+                    profiles=best.evaluation.profiles if best.evaluation else None,
                     previous_plan=previous_plan, previous_failure=previous_failure))
                 plan = planner.text.strip()
                 turn = self._attempt(key, "optimize", best.key, plan, best.code, fix=False)
@@ -379,9 +428,9 @@ class Pipeline:
                         base = turn.code or best.code
                     else:
                         kind, log = _debug_evidence(turn.evaluation)
-                        debugger = self._call(dkey, "debug", prompts.debug_messages(
-                            task=self.spec, precision=self.precision, hardware=self.hardware, code=turn.code,
-                            kind=kind, log=log))
+                        debugger = self._call(dkey, "debug", functools.partial(
+                            prompts.debug_messages, task=self.spec, precision=self.precision,
+                            hardware=self.hardware, code=turn.code, kind=kind, log=log))
                         diagnosis, base = debugger.text.strip(), turn.code
                     turn = self._attempt(dkey, "debug", turn.key, diagnosis, base, fix=True)
                     self._emit_turn(turn)

@@ -18,11 +18,13 @@ from string import Template
 from typing import Any, Protocol
 
 from worker import registry
+from worker.agents.budget import PromptLimits
 from worker.engine.gpu import GpuInfo
-from worker.engine.prompttext import KIB, LOG_LIMIT, MIB, clip, code_block, format_size, num
+from worker.engine.prompttext import KIB, MIB, clip, code_block, format_size, num
 from worker.registry import AnySpec
 
 Messages = list[dict[str, str]]
+FULL = PromptLimits()  # no trimming beyond the usual clip of long logs and sources
 SEPARATOR = "====="
 
 
@@ -168,20 +170,26 @@ def format_metrics(metrics: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_profiles(profiles: Sequence[ProfileLike]) -> str:
-    """Per size: its header, kernel and bottleneck class, then its filtered metrics; split by `=====`."""
+def format_profiles(profiles: Sequence[ProfileLike], *, metrics: bool = True) -> str:
+    """Per size: its header, kernel and bottleneck class, then its filtered metrics (unless `metrics` is
+    False: the context budget's shorter form); split by `=====`."""
     blocks = []
     for p in profiles:
         bottleneck = str(p.bottleneck).replace("_", " ")
         head = f"Test case size: {format_size(p.params)}. Kernel: {p.kernel}. Bottleneck: {bottleneck}"
-        body = format_metrics(p.metrics)
+        body = format_metrics(p.metrics) if metrics else ""
         blocks.append(f"{head}\n{body}" if body else head)
     return f"\n{SEPARATOR}\n".join(blocks)
 
 
-def describe_task(task: AnySpec, precision: str) -> str:
+def describe_task(task: AnySpec, precision: str, limit: int | None = None) -> str:
     """The task as every agent reads it, in its format's words (title, what to compute, sizes, tolerance)."""
-    return registry.format_of(task).prompts.describe(task, precision)
+    text = registry.format_of(task).prompts.describe(task, precision)
+    return text if limit is None else clip(text, limit)
+
+
+def _clip(text: str, limit: int | None) -> str:
+    return text if limit is None else clip(text, limit)
 
 
 def code_language(task: AnySpec) -> str:
@@ -269,27 +277,36 @@ def planner_messages(
     profiles: Sequence[ProfileLike] | None = None,
     previous_plan: str | None = None,
     previous_failure: str | None = None,
+    limits: PromptLimits = FULL,
 ) -> Messages:
     """`previous_failure` set means the previous plan did not produce a better valid kernel; it says why
     (e.g. "it failed to compile after 3 fixes" or "it was correct but slower: P 0.91 < 1.37")."""
+    plan_text = _clip(previous_plan.strip(), limits.previous_plan) if previous_plan else ""
+    if limits.previous_plan == 0 and previous_plan:
+        plan_text = "(its text is left out to fit the model's context window)"
     if previous_plan is None:
         previous = "None yet: this is the first optimization round."
     elif previous_failure:
         previous = (
             f"The previous plan failed: {previous_failure}\n"
             "Its changes are not in the code above. Propose a different approach or a corrected variant.\n\n"
-            f"{previous_plan.strip()}"
+            f"{plan_text}"
         )
     else:
-        previous = f"The previous plan worked and is part of the code above:\n\n{previous_plan.strip()}"
-    profile = format_profiles(profiles) if profiles else "No profile this round (profiling is off)."
+        previous = f"The previous plan worked and is part of the code above:\n\n{plan_text}"
+    if not profiles:
+        profile = "No profile this round (profiling is off)."
+    elif limits.profile == "none":
+        profile = "Left out to fit the model's context window."
+    else:
+        profile = format_profiles(profiles, metrics=limits.profile == "full")
     frame = registry.format_of(task).prompts
     system = PLANNER_SYSTEM.substitute(hardware=hardware.describe(), library_rule=_library_rule(task),
                                        subject=frame.planner_subject, structure=frame.planner_structure)
     user = PLANNER_USER.substitute(
-        task=describe_task(task, precision),
-        code=code_block(clip(code, 3 * LOG_LIMIT), code_language(task)),
-        results=format_results(results) or "No results yet.",
+        task=describe_task(task, precision, limits.task),
+        code=code_block(clip(code, limits.code), code_language(task)),
+        results=_clip(format_results(results), limits.results) or "No results yet.",
         profile=profile,
         previous=previous,
     )
@@ -318,14 +335,16 @@ def coder_messages(
     code: str,
     instructions: str,
     fix: bool = False,
+    limits: PromptLimits = FULL,
 ) -> Messages:
     """`instructions` is the Planner's plan, or (fix=True) the Debug agent's diagnosis of `code`."""
     heading = "Fix to apply (the code above fails)" if fix else "Optimization plan to implement"
     coder_system = registry.format_of(task).prompts.coder_system
     system = coder_system(task, precision, hardware.describe(), _library_rule(task))
     user = CODER_USER.substitute(
-        task=describe_task(task, precision), code=code_block(clip(code, 3 * LOG_LIMIT), code_language(task)),
-        heading=heading, instructions=instructions.strip(),
+        task=describe_task(task, precision, limits.task),
+        code=code_block(clip(code, limits.code), code_language(task)),
+        heading=heading, instructions=_clip(instructions.strip(), limits.instructions),
     )
     return _messages(system, user)
 
@@ -371,6 +390,7 @@ def compiler_messages(
     code: str,
     default_command: str,
     allowed_flags: Sequence[str],
+    limits: PromptLimits = FULL,
 ) -> Messages:
     """`allowed_flags` describes the whitelist (e.g. "-O0..-O3", "-Xptxas -v"), passed in by the caller so
     the whitelist in worker/formats/cuda/flags.py stays the single source."""
@@ -378,7 +398,7 @@ def compiler_messages(
     system = COMPILER_SYSTEM.substitute(
         hardware=hardware.describe(), allowed=allowed, arch=hardware.arch or "the worker's GPU"
     )
-    user = COMPILER_USER.substitute(code=code_block(clip(code, 3 * LOG_LIMIT)), default_command=default_command)
+    user = COMPILER_USER.substitute(code=code_block(clip(code, limits.code)), default_command=default_command)
     return _messages(system, user)
 
 
@@ -457,6 +477,7 @@ def debug_messages(
     code: str,
     kind: str,
     log: str | Mapping[str, Any],
+    limits: PromptLimits = FULL,
 ) -> Messages:
     """`kind` is one of DEBUG_EVIDENCE ("compile", "runtime", "mismatch", "rejected", "timeout"); `log` is
     the compile log, the memcheck log, the first-mismatch dict (or its JSON), the violations or a report."""
@@ -465,10 +486,10 @@ def debug_messages(
     frame = registry.format_of(task).prompts.debug_frame(task, precision)
     system = DEBUG_SYSTEM.substitute(hardware=hardware.describe(), **frame)
     user = DEBUG_USER.substitute(
-        task=describe_task(task, precision),
-        code=code_block(clip(code, 3 * LOG_LIMIT), code_language(task)),
+        task=describe_task(task, precision, limits.task),
+        code=code_block(clip(code, limits.code), code_language(task)),
         evidence_name=name,
         evidence_hint=hint,
-        log=f"```\n{clip(text.strip()) or '(empty)'}\n```",
+        log=f"```\n{clip(text.strip(), limits.log) or '(empty)'}\n```",
     )
     return _messages(system, user)

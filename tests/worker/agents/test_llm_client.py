@@ -195,7 +195,7 @@ def test_missing_usage_is_estimated_and_marked_as_such():
     with ScriptedLLM(steps) as server:
         response = make_client(server, []).chat(QUESTION)
     assert response.estimated_tokens
-    assert response.tokens_out == 100  # about 4 characters per token
+    assert response.tokens_out == 134  # the budget's conservative 3 characters per token, rounded up
     assert response.tokens_in > 0 and response.cost_usd > 0
 
 
@@ -234,7 +234,7 @@ def test_price_overrides_from_a_json_file(tmp_path):
     prices = PriceTable.load(path)
     assert prices.cost("my-local-llama", 1_000_000, 1_000_000) == (4.0, True)
     assert prices.price("gpt-4o") == ModelPrice(5.0, 15.0)
-    assert prices.price("gpt-4o-mini") == ModelPrice(0.15, 0.60)  # defaults stay
+    assert prices.price("gpt-4o-mini") == ModelPrice(0.15, 0.60, 0.075)  # defaults (models.json) stay
     steps = [{"content": "4", "usage": {"prompt_tokens": 2_000_000, "completion_tokens": 0}}]
     with ScriptedLLM(steps) as server:
         response = make_client(server, [], model="my-local-llama", prices=prices).chat(QUESTION)
@@ -369,3 +369,93 @@ def test_a_garbage_answer_fails_the_call_at_once_with_a_readable_reason(body, sa
             client.chat(QUESTION)
     assert says in str(caught.value) and not caught.value.retriable and caught.value.attempts == 1
     assert delays == []  # garbage is not retried: the same endpoint would send it again
+
+
+# ------------------------------------------------------------------ reasoning models, windows, prices
+
+
+def test_a_refused_temperature_is_dropped_retried_at_once_and_remembered():
+    learned = []
+    with ScriptedLLM([{"content": "4", "repeat": 2}], quirks={"refuse_params": ["temperature"]}) as server:
+        client = make_client(server, delays := [], model="o-custom", on_learned=lambda *a: learned.append(a))
+        first = client.chat(QUESTION, temperature=0.2)
+        second = client.chat(QUESTION, temperature=0.2)
+    assert delays == []  # a changed request is not a retry: no backoff
+    assert first.notes == ("o-custom refused temperature=0.2; sent without it",)
+    assert second.notes == ("temperature=0.2 not sent: o-custom refuses it on this endpoint",)
+    assert [("temperature" in r.body) for r in server.requests] == [True, False, False]
+    assert learned[0][0] == "o-custom" and learned[0][1].refused == {"temperature"}
+
+
+def test_the_real_max_tokens_refusal_switches_to_max_completion_tokens():
+    with ScriptedLLM([{"content": "4"}], quirks={"refuse_params": ["max_tokens"]}) as server:
+        response = make_client(server, [], model="o-custom").chat(QUESTION, max_tokens=77)
+    assert server.requests[-1].body["max_completion_tokens"] == 77 and "max_tokens" not in server.requests[-1].body
+    assert "sent max_completion_tokens=77 instead" in response.notes[0]
+
+
+def test_known_reasoning_models_never_get_temperature_in_the_first_place():
+    with ScriptedLLM([{"content": "4"}]) as server:
+        make_client(server, [], model="o4-mini-2025-04-16").chat(QUESTION, temperature=0.2, max_tokens=10)
+    body = server.requests[0].body
+    assert "temperature" not in body and body["max_completion_tokens"] == 10
+
+
+@pytest.mark.parametrize("style, window, prompt", [("openai", 100, 254), ("vllm", 100, 254), ("llamacpp", 100, 254)])
+def test_context_length_errors_are_recognised_in_each_servers_words(style, window, prompt):
+    from worker.agents.llm import ContextLengthError
+
+    with ScriptedLLM([{"content": "4"}], quirks={"context_window": window, "context_error": style}) as server:
+        with pytest.raises(ContextLengthError) as caught:
+            make_client(server, []).chat([{"role": "user", "content": "x" * 1000}], max_tokens=10)
+    assert (caught.value.window, caught.value.prompt_tokens) == (window, prompt)
+    assert caught.value.attempts == 1 and "context window" in caught.value.message
+
+
+def test_sglang_context_text_is_recognised_too():
+    from worker.agents.llm import ContextLengthError
+
+    body = {"object": "error", "message": "The input (40000 tokens) is longer than the model's context length "
+                                          "(32768 tokens).", "type": "BadRequestError", "code": 400}
+    with ScriptedLLM([{"status": 400, "body": body}]) as server:
+        with pytest.raises(ContextLengthError) as caught:
+            make_client(server, []).chat(QUESTION)
+    assert (caught.value.window, caught.value.prompt_tokens) == (32768, 40000)
+
+
+def test_reasoning_comes_from_a_field_or_a_think_block_and_reasoning_tokens_are_priced():
+    prices = PriceTable({"r": ModelPrice(0.0, 1.0, reasoning_per_m=3.0)})
+    steps = [{"content": "4", "reasoning": "two and two", "usage": {
+        "prompt_tokens": 10, "completion_tokens": 1_000_000,
+        "completion_tokens_details": {"reasoning_tokens": 500_000}}}]
+    with ScriptedLLM(steps, quirks={"reasoning": "reasoning_content"}) as server:
+        response = make_client(server, [], model="r", prices=prices).chat(QUESTION)
+    assert (response.text, response.reasoning, response.reasoning_tokens) == ("4", "two and two", 500_000)
+    assert response.cost_usd == pytest.approx(0.5 * 1.0 + 0.5 * 3.0)
+    with ScriptedLLM([{"content": "4", "reasoning": "hmm"}], quirks={"reasoning": "think"}) as server:
+        response = make_client(server, []).chat(QUESTION)
+    assert (response.text, response.reasoning) == ("4", "hmm")
+
+
+def test_cached_input_is_priced_at_the_cached_price():
+    steps = [{"content": "4", "usage": {"prompt_tokens": 1_000_000, "completion_tokens": 0,
+                                        "prompt_tokens_details": {"cached_tokens": 400_000}}}]
+    with ScriptedLLM(steps) as server:
+        response = make_client(server, [], model="gpt-4o").chat(QUESTION)
+    assert response.cached_tokens == 400_000
+    assert response.cost_usd == pytest.approx(0.6 * 2.50 + 0.4 * 1.25)
+
+
+@pytest.mark.parametrize("key", ["max_model_len", "context_length"])
+def test_the_window_comes_from_the_model_listing_when_the_server_states_it(key):
+    quirks = {"context_window": 32768, "models_window_key": key}
+    with ScriptedLLM([], quirks=quirks, models=["served"]) as server:
+        assert make_client(server, [], model="served").context_window("served") == 32768
+
+
+def test_without_a_listed_window_the_setting_then_the_shipped_default_then_nothing():
+    with ScriptedLLM([], models=["gpt-4o-2024-08-06", "mystery"]) as server:
+        client = make_client(server, [], context_windows={"mystery": 4096})
+        assert client.context_window("mystery") == 4096
+        assert client.context_window("gpt-4o-2024-08-06") == 128000  # models.json, by its family
+        assert client.context_window("unknown-model") is None

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0011_turn_dispatch_pending'),
+        ('runs', '0012_turn_verification'),
     ]
 
     operations = [

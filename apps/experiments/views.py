@@ -94,7 +94,6 @@ def _stem(base: str, name: str, precision: str) -> str:
 # ------------------------------------------------------------------------------------------------ list
 
 
-@login_required
 def experiment_list(request):
     experiments = experiments_with_counts(experiments_visible_to(request.user))
     if request.GET.get("owner") == "me":
@@ -158,7 +157,6 @@ def experiment_launch_view(request):
 # ---------------------------------------------------------------------------------------------- detail
 
 
-@login_required
 def experiment_detail(request, pk: int):
     experiment = _visible(request, pk)
     precision = _precision(request)
@@ -180,7 +178,6 @@ def experiment_detail(request, pk: int):
     return render(request, "experiments/experiment_detail.html", context)
 
 
-@login_required
 def experiment_progress_view(request, pk: int):
     """The progress fragment, polled by htmx every few seconds while runs are queued or running.
 
@@ -228,7 +225,6 @@ def experiment_rerun_view(request, pk: int):
     return redirect("experiments:detail", pk=pk)
 
 
-@login_required
 def experiment_export(request, pk: int, name: str, fmt: str):
     experiment = _visible(request, pk)
     precision = _precision(request)
@@ -238,7 +234,6 @@ def experiment_export(request, pk: int, name: str, fmt: str):
     return _download(table, fmt, _stem(f"experiment-{pk}", name, precision))
 
 
-@login_required
 def experiment_chart(request, pk: int, name: str):
     experiment = _visible(request, pk)
     precision = _precision(request)
@@ -274,7 +269,6 @@ def _ids_query(experiments) -> str:
     return "ids=" + ",".join(str(e.pk) for e in experiments)
 
 
-@login_required
 def experiment_compare(request):
     experiments = _compared(request)
     precision = _precision(request)
@@ -300,7 +294,6 @@ def _comparison(request):
     return experiments, precision, reports.comparison_report(experiments, precision)
 
 
-@login_required
 def experiment_compare_export(request, name: str, fmt: str):
     experiments, precision, report = _comparison(request)
     table = report.tables().get(name)
@@ -309,7 +302,6 @@ def experiment_compare_export(request, name: str, fmt: str):
     return _download(table, fmt, _stem("experiments-" + "-".join(str(e.pk) for e in experiments), name, precision))
 
 
-@login_required
 def experiment_compare_chart(request, name: str):
     experiments, precision, report = _comparison(request)
     charts = report.charts()

@@ -334,3 +334,14 @@ def turn_failure(verdict: str, reason: str) -> str:
         return ""
     words = verdict.replace("_", " ")
     return f"{words}: {reason.strip()}" if (reason or "").strip() else words
+
+
+def run_outcome(status: str, best_score: Any, best_label: str, turns: int, wall_s: Any, gpu: str) -> str:
+    """One line for a command's report: 'succeeded, best P 2.31× (turn 2.1), 9 turns, 3 min 12 s on NVIDIA H100'."""
+    parts = [status]
+    if _number(best_score) is not None:
+        parts.append(f"best {format_p(best_score)}" + (f" (turn {best_label})" if best_label else ""))
+    parts.append(f"{turns} turn{'s' if turns != 1 else ''}")
+    if _number(wall_s):
+        parts.append(format_seconds(wall_s) + (f" on {gpu}" if gpu else ""))
+    return ", ".join(parts)

@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.runs.presenter import run_outcome
 from apps.runs.trajectory_import import trajectory_import
 from worker.agents.trajectory import load
 
@@ -32,6 +33,13 @@ class Command(BaseCommand):
                 failures += 1
                 self.stderr.write(self.style.ERROR(f"  failed    {path}: {exc}"))
                 continue
-            self.stdout.write(f"  imported  {path} -> run {run.pk} ({run.status}, best P {run.best_score})")
+            self.stdout.write(f"  imported  {path} -> run {run.pk} ({imported_summary(run)})")
         if failures:
             raise CommandError(f"{failures} trajectory file(s) could not be imported")
+
+
+def imported_summary(run) -> str:
+    """The imported run in words, numbers formatted (never a raw float such as 180.45522529100995)."""
+    best = run.best_turn
+    label = f"{best.round_index}.{best.debug_index}" if best else ""
+    return run_outcome(run.status, run.best_score, label, run.turns.count(), run.wall_time_s, run.gpu_name)

@@ -9,6 +9,7 @@ generic one built from its scalar fields, never a Python repr. Pure functions of
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -308,12 +309,18 @@ def describe_event(type_: str, payload: Any) -> str:
     """One sentence for an event; a payload that is not what the type promises still gets a sentence."""
     payload = payload if isinstance(payload, Mapping) else {}
     render = SENTENCES.get(type_)
+    text = ""
     if render is not None:
         try:
-            return render(payload)
+            text = render(payload)
         except (TypeError, ValueError, AttributeError, KeyError):
             pass  # a malformed payload of a known type: fall back rather than break the page
-    return _generic(type_, payload)
+    return _one_stop(text or _generic(type_, payload))
+
+
+def _one_stop(text: str) -> str:
+    """A clipped reason ('…') or one with its own full stop gets no second one."""
+    return re.sub(r"([.…!?])\.$", r"\1", text)
 
 
 # ----------------------------------------------------------------------------- failures

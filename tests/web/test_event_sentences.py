@@ -137,3 +137,10 @@ def test_the_stream_message_carries_the_sentence(db, user, make_run):
     message = event.as_message()
     assert message["text"] == "New best: Turn 1 with P 1.50×."
     assert json.loads(event.payload_json) == {"round": 1, "debug": 0, "score": 1.5}
+
+
+def test_a_clipped_or_already_stopped_reason_ends_the_sentence_once():
+    long = "No NVIDIA GPU on worker host w1: " + "runs need one to time and profile kernels " * 5
+    assert describe_event("run.failed", {"status": "failed", "error": long}).endswith("kernels…")
+    assert describe_event("run.failed", {"status": "failed", "error": "out of memory."}) == (
+        "The run failed: out of memory.")

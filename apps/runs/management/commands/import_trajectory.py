@@ -12,7 +12,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+")
         parser.add_argument("--owner", help="username owning the runs (default: the first superuser)")
-        parser.add_argument("--public", action="store_true", help="visible to every signed-in user")
+        parser.add_argument("--public", action="store_true", help="visible to everyone, anonymous visitors included")
         parser.add_argument("--force", action="store_true", help="import a file again even if already loaded")
         parser.add_argument("--skip-existing", action="store_true", help="skip files already imported")
 

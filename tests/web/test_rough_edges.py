@@ -170,3 +170,31 @@ def test_make_run_fetches_the_cuda_tools_the_ptx_sass_tab_needs():
     run_rule = re.search(r"^run:(.*)$", makefile, flags=re.M)
     assert run_rule and ".cuda-libs/.ready" in run_rule.group(1).split()
     assert "nvidia-cuda-cuobjdump" in makefile and "nvidia-cuda-nvdisasm" in makefile
+
+
+def _listing_tools() -> bool:
+    from worker.engine import assembly
+
+    return shutil.which("nvcc") is not None and all(assembly.tools())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _listing_tools(), reason="needs nvcc, cuobjdump and nvdisasm (make .cuda-libs/.ready)")
+@pytest.mark.django_db
+def test_a_demo_run_imported_with_assembly_has_ptx_and_sass_in_the_viewer(settings, admin_user, client):
+    """The demo trajectories were recorded without listings; --assembly compiles their turns again (no GPU)."""
+    from apps.catalog.services import tasks_sync
+    from apps.runs.models import Run, TurnAssembly
+
+    tasks_sync(settings.TASKS_DIR)
+    out = io.StringIO()
+    call_command("import_trajectory", str(ROOT / "demo" / "trajectories" / "softmax_fp32_trajectory.json"),
+                 "--public", "--assembly", stdout=out)
+    run = Run.objects.get()
+    listed = TurnAssembly.objects.filter(turn__run=run)
+    assert listed.exists(), out.getvalue()
+    assert f"PTX/SASS listed for {listed.count()} turn(s)" in out.getvalue()
+    assert "turn 1.0: " in out.getvalue()  # the turn that did not compile says why it has none
+    best = run.best_turn
+    html = client.get(f"/runs/{run.pk}/?turn={best.round_index}.{best.debug_index}").content.decode()
+    assert "listing-ptx" in html and ".entry" in html and "listing-sass" in html

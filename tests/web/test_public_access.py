@@ -66,3 +66,15 @@ def test_a_public_runs_best_result_shows_in_the_catalog_for_anonymous_visitors_a
     assert "9.87" not in html and f"/runs/{private.pk}/" not in html
     Run.objects.filter(pk=public.pk).update(best_score=3.21)
     assert "3.21" in Client().get(f"/tasks/{task.pk}/").content.decode()
+
+
+def test_a_cancelled_run_says_why_once_in_its_header_and_its_list_row(make_run, user):
+    from apps.runs.services import run_transition
+
+    run = make_run(user, is_public=True)
+    run_transition(run.pk, "cancelled")
+    page = Client().get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="run-error"' in page and "Cancelled by its owner or an administrator." in page
+    assert "Cancelled:" not in page
+    listing = Client().get("/runs/").content.decode()
+    assert 'class="failure-reason" title="Cancelled by its owner or an administrator."' in listing

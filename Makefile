@@ -36,7 +36,8 @@ migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
 # The dev worker also runs Celery beat (-B): the delivery reconciler (apps/runs/reconcile.py) every minute.
-run: migrate static/dist/.built
+# .cuda-libs/.ready: cuobjdump and nvdisasm where the toolkit lacks them, for the viewer's PTX/SASS tab.
+run: migrate static/dist/.built .cuda-libs/.ready
 	$(BIN)/python manage.py sync_tasks
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python manage.py import_trajectory demo/trajectories/*.json --public --skip-existing

@@ -76,7 +76,7 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into apps.accounts.lockout's answer
 ]
 
-# --- Content-Security-Policy (django-csp; README: Content-Security-Policy, docs/security.md) ---
+# --- Content-Security-Policy (django-csp; README: Configuration, docs/security.md) ---
 # Strict: scripts and styles only from our own static files (no inline <script>, on* handlers or style=
 # attributes in templates; the front-end bundle keeps its CSS in static/css), plus the <style> element
 # CodeMirror mounts, admitted by a per-response nonce (templates/base.html). 'self' in connect-src covers

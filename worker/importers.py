@@ -20,7 +20,16 @@ from pathlib import Path
 
 from worker.engine.taskspec import SpecError
 
-KB_FILE = re.compile(r"^(?P<id>\d+)_(?P<name>[A-Za-z0-9_]+?)_*\.py$")
+# Level 4 names carry Hugging Face model ids (`1_EleutherAI-gpt-neo-2.7B_bs32_sl256.py`): '-' and '.' are part of
+# the name, folded to '_' in the task name (task folders and operators are identifiers).
+KB_FILE = re.compile(r"^(?P<id>\d+)_(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*?)_*\.py$")
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_]+")
+# A problem that builds a Hugging Face model (KernelBench level 4) needs the `transformers` package and the
+# Hub's weights at run time; the PyTorch format evaluates a self-contained Model, so it is skipped, saying so.
+_HF_IMPORT = re.compile(r"^\s*(?:from|import)\s+transformers\b", re.M)
+HF_REASON = ("builds a Hugging Face model (imports transformers, as KernelBench level 4 does): its weights come "
+             "from the Hugging Face Hub when it runs, and KernelWeb's PyTorch tasks must be self-contained "
+             "(the evaluation sandbox has no network), so it is not imported")
 _LEVEL = re.compile(r"^(?:level|lvl|l)[_-]?(?P<n>\d+)$", re.I)
 MAX_NAME = 100  # Task.operator holds 128; KernelBench's longest names are well below
 
@@ -70,7 +79,8 @@ def _name(file: Path) -> str | None:
     m = KB_FILE.match(file.name)
     if not m:
         return None
-    return f"{int(m.group('id'))}_{m.group('name')}"[:MAX_NAME]
+    name = _NOT_IN_NAME.sub("_", m.group("name")).strip("_")
+    return f"{int(m.group('id'))}_{name}"[:MAX_NAME]
 
 
 def convert_kernelbench(files: list[tuple[Path, str]], dest_root: Path | str, level: int | None = None,
@@ -105,6 +115,9 @@ def convert_kernelbench(files: list[tuple[Path, str]], dest_root: Path | str, le
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             skipped.append(Skipped(rel, f"cannot be read as UTF-8 text: {exc}"))
+            continue
+        if _HF_IMPORT.search(text):
+            skipped.append(Skipped(rel, HF_REASON))
             continue
         with tempfile.TemporaryDirectory(prefix="kw-kb-") as tmp:
             staged = Path(tmp) / suite / name

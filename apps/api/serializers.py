@@ -208,6 +208,7 @@ class TurnSerializer(serializers.ModelSerializer):
 class EventSerializer(serializers.Serializer):
     seq = serializers.IntegerField()
     type = serializers.CharField()
+    text = serializers.CharField(help_text="The event as a sentence (apps/runs/presenter.py; docs/events.md).")
     payload = serializers.JSONField()
     created = serializers.DateTimeField()
 

@@ -2,10 +2,12 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from apps.api import experiment_views, fleet_views, views
+from apps.api.root import ApiRoot
 from apps.llm.api import EndpointTest
 
 app_name = "api"
 urlpatterns = [
+    path("", ApiRoot.as_view(), name="root"),
     path("tasks/", views.TaskList.as_view(), name="task-list"),
     path("tasks/<int:pk>/", views.TaskDetail.as_view(), name="task-detail"),
     path("runs/", views.RunList.as_view(), name="run-list"),

@@ -12,7 +12,10 @@ one kept until the new one is in place) and syncs just those specs.
 A bad upload changes nothing under TASKS_DIR or in the database.
 
 Export writes the selected tasks' folders into a zip with paths `<suite>/<op>/<file>`, relative to
-TASKS_DIR: the same layout import reads, so an export re-imports as is.
+TASKS_DIR: the same layout import reads, so an export re-imports as is. The zip also carries a manifest
+(`kernelweb-tasks.json`, the exported folders): a task.yaml folder listed there is already a task folder
+and keeps its `<suite>/<name>/` place instead of being filed under the import's default suite, so a round
+trip gives back the same tasks (and importing it again changes nothing).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ _SUITE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_YAML_SUITE = "cudahercules"
 _IGNORED = ("__MACOSX", ".DS_Store")  # what archivers add on their own
+MANIFEST = "kernelweb-tasks.json"  # written by tasks_export_zip: the task folders of an export
 STAGING_MAX_AGE_S = 24 * 3600
 
 
@@ -355,7 +359,10 @@ def _normalize(folder: Path, options: StageOptions) -> None:
     """Turn task.yaml folders and loose KernelBench files in staging into `<suite>/<name>/` task folders (the
     originals leave `files/`), and record the ones that could not be used in conversion.json."""
     files = folder / "files"
+    exported = _exported_folders(files)
     spec_dirs = [p.parent for p in files.rglob("spec.toml") if p.is_file()]
+    # A task.yaml folder that an export lists is a task folder already: it stays at <suite>/<name>/.
+    spec_dirs += [d for d in importers.taskyaml_folders(files) if d.relative_to(files).as_posix() in exported]
     yaml_dirs = [d for d in importers.taskyaml_folders(files)
                  if not any(s == d or s in d.parents for s in spec_dirs)]
     task_dirs = spec_dirs + yaml_dirs
@@ -382,6 +389,22 @@ def _normalize(folder: Path, options: StageOptions) -> None:
         (converted / target).rename(dest)
     shutil.rmtree(converted, ignore_errors=True)
     (folder / "conversion.json").write_text(json.dumps(problems), encoding="utf-8")
+
+
+def _exported_folders(files: Path) -> frozenset[str]:
+    """The `<suite>/<op>` folders an export's manifest lists (read, then removed from staging); none without
+    one. A manifest that does not parse lists nothing: the folders are then read like any upload."""
+    manifest = files / MANIFEST
+    if not manifest.is_file():
+        return frozenset()
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        folders = data.get("folders", []) if isinstance(data, dict) else []
+    except (OSError, UnicodeDecodeError, ValueError):
+        folders = []
+    manifest.unlink()
+    return frozenset(f for f in folders if isinstance(f, str) and len(PurePosixPath(f).parts) == 2
+                     and all(_SUITE.match(part) for part in PurePosixPath(f).parts))
 
 
 # ---------------------------------------------------------------- preview
@@ -532,6 +555,8 @@ def tasks_export_zip(tasks: Iterable[Task]) -> ExportResult:
         else:
             folders.setdefault(folder.relative_to(root).as_posix(), folder)
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(MANIFEST, json.dumps({"format": "kernelweb-tasks", "version": 1,
+                                               "folders": sorted(folders)}, indent=2) + "\n")
         for rel, folder in sorted(folders.items()):
             for path in sorted(folder.rglob("*")):
                 if path.is_symlink() or not path.is_file() or path.name.startswith("."):

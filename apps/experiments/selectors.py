@@ -24,10 +24,10 @@ from apps.runs.models import AgentCall, Profile, RunStatus, Turn, TurnKind
 
 
 def experiments_visible_to(user) -> QuerySet[Experiment]:
-    """Owners see their experiments, everyone signed in sees public ones, staff see all."""
+    """Owners see their experiments, everyone (anonymous visitors too) sees public ones, staff see all."""
     experiments = Experiment.objects.select_related("owner", "endpoint")
     if not user.is_authenticated:
-        return experiments.none()
+        return experiments.filter(is_public=True)
     if user.is_staff:
         return experiments
     return experiments.filter(Q(owner=user) | Q(is_public=True))

@@ -96,7 +96,6 @@ def _stem(base: str, name: str, precision: str) -> str:
 # ------------------------------------------------------------------------------------------------ list
 
 
-@login_required
 def experiment_list(request):
     experiments = experiments_with_counts(experiments_visible_to(request.user))
     if request.GET.get("owner") == "me":
@@ -160,7 +159,6 @@ def experiment_launch_view(request):
 # ---------------------------------------------------------------------------------------------- detail
 
 
-@login_required
 def experiment_detail(request, pk: int):
     experiment = _visible(request, pk)
     precision = _precision(request)
@@ -183,7 +181,6 @@ def experiment_detail(request, pk: int):
     return render(request, "experiments/experiment_detail.html", context)
 
 
-@login_required
 def experiment_progress_view(request, pk: int):
     """The progress fragment, polled by htmx every few seconds while runs are queued or running.
 
@@ -231,7 +228,6 @@ def experiment_rerun_view(request, pk: int):
     return redirect("experiments:detail", pk=pk)
 
 
-@login_required
 def experiment_export(request, pk: int, name: str, fmt: str):
     experiment = _visible(request, pk)
     precision = _precision(request)
@@ -241,7 +237,6 @@ def experiment_export(request, pk: int, name: str, fmt: str):
     return _download(table, fmt, _stem(f"experiment-{pk}", name, precision))
 
 
-@login_required
 def experiment_chart(request, pk: int, name: str):
     experiment = _visible(request, pk)
     precision = _precision(request)
@@ -277,7 +272,6 @@ def _ids_query(experiments) -> str:
     return "ids=" + ",".join(str(e.pk) for e in experiments)
 
 
-@login_required
 def experiment_compare(request):
     experiments = _compared(request)
     precision = _precision(request)
@@ -303,7 +297,6 @@ def _comparison(request):
     return experiments, precision, reports.comparison_report(experiments, precision)
 
 
-@login_required
 def experiment_compare_export(request, name: str, fmt: str):
     experiments, precision, report = _comparison(request)
     table = report.tables().get(name)
@@ -312,7 +305,6 @@ def experiment_compare_export(request, name: str, fmt: str):
     return _download(table, fmt, _stem("experiments-" + "-".join(str(e.pk) for e in experiments), name, precision))
 
 
-@login_required
 def experiment_compare_chart(request, name: str):
     experiments, precision, report = _comparison(request)
     charts = report.charts()

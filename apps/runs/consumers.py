@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 
 from apps.runs.events import group_name
 from apps.runs.selectors import events_after, run_for_user
@@ -25,10 +26,8 @@ class RunEventsConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.poller = None
         self.group = None
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=4401)
-            return
+        # Anonymous visitors may follow a public run; run_for_user decides (a private run is refused).
+        user = self.scope.get("user") or AnonymousUser()
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         if await database_sync_to_async(run_for_user)(user, self.run_id) is None:
             await self.close(code=4403)

@@ -62,7 +62,7 @@ def filter_choices(user) -> FilterChoices:
         suite=_pairs(t[1] for t in task_keys),
         category=tuple((c, c.replace("_", " ")) for c, _ in _pairs(t[2] for t in task_keys)),
         model=_pairs(models),
-        owner=(("me", "me"), *_pairs(owners)),
+        owner=((("me", "me"),) if user.is_authenticated else ()) + _pairs(owners),
     )
 
 

@@ -37,7 +37,7 @@ class LaunchForm(forms.Form):
                                       help_text="Stop once this many tokens are spent.")
     cost_budget_usd = forms.DecimalField(required=False, min_value=0, max_digits=10, decimal_places=4,
                                          label="Cost budget (USD)", help_text="Stop once this much is spent.")
-    is_public = forms.BooleanField(required=False, label="Visible to every signed-in user")
+    is_public = forms.BooleanField(required=False, label="Public: visible to everyone, anonymous visitors included")
     # Any queue name is accepted (a worker may come later, and the run then waits with a clear status);
     # the select offers the GPU models the registry knows.
     gpu = forms.CharField(required=False, max_length=100, label="GPU", widget=forms.Select,

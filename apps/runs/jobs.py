@@ -108,7 +108,8 @@ def job_start(run_id: int, *, claim: bool = True, fail: Fail | None = None) -> J
         event_append(run_id, "worker.info", {"host": host, "gpu": gpu.name if gpu else None, **chain.describe()})
     if gpu is None:
         fail(f"No NVIDIA GPU on worker host {host} ({chain.gpu_reason}): runs need one to time and profile "
-             "kernels. Start a Celery worker on a GPU host (see README, 'GPU workers') and launch the run again.",
+             "kernels. Start a Celery worker on a GPU host (README.md, 'Deployment', step 4: GPU hosts) and launch "
+             "the run again.",
              "no_gpu")
         return None
     run = Run.objects.select_related("task", "endpoint").get(pk=run_id)

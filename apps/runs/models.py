@@ -1,6 +1,9 @@
+import json
+
 from django.conf import settings
 from django.db import models
 
+from apps.runs.presenter import describe_event, run_failure, short_reason
 from worker.engine.revision import short_revision
 
 
@@ -114,6 +117,15 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+    @property
+    def failure(self) -> str:
+        """Why a failed or cancelled run ended, in full; '' for the others."""
+        return run_failure(self.status, self.error)
+
+    @property
+    def failure_short(self) -> str:
+        return short_reason(self.failure)
 
 
 class TurnKind(models.TextChoices):
@@ -297,10 +309,20 @@ class RunEvent(models.Model):
     def __str__(self) -> str:
         return f"Run {self.run_id} #{self.seq} {self.type}"
 
+    @property
+    def text(self) -> str:
+        """The event as a sentence (apps/runs/presenter.py); the payload stays behind it as JSON."""
+        return describe_event(self.type, self.payload)
+
+    @property
+    def payload_json(self) -> str:
+        return json.dumps(self.payload, indent=2, sort_keys=True, ensure_ascii=False)
+
     def as_message(self) -> dict:
         return {
             "seq": self.seq,
             "type": self.type,
+            "text": self.text,
             "payload": self.payload,
             "created": self.created_at.isoformat(),
         }

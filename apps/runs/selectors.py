@@ -8,10 +8,10 @@ from apps.runs.models import Profile, Run, RunEvent, Turn
 
 
 def runs_visible_to(user) -> QuerySet[Run]:
-    """Owners see their runs, everyone signed in sees public runs, staff see all."""
+    """Owners see their runs, everyone (anonymous visitors too) sees public runs, staff see all."""
     runs = Run.objects.select_related("task", "owner")
     if not user.is_authenticated:
-        return runs.none()
+        return runs.filter(is_public=True)
     if user.is_staff:
         return runs
     return runs.filter(Q(owner=user) | Q(is_public=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -13,6 +14,8 @@ from apps.runs.dispatch import run_dispatch
 from apps.runs.events import event_append
 from apps.runs.models import RUN_TRANSITIONS, Run, RunStatus
 from apps.runs.quotas import quota_check_run, quota_reserve
+
+logger = logging.getLogger(__name__)
 
 
 class TransitionError(Exception):
@@ -110,6 +113,11 @@ def run_transition(run_id: int, target: str, *, error: str = "", **fields) -> bo
             if error:
                 payload["error"] = error
             event_append(run_id, f"run.{target}", payload)
+            if target == RunStatus.FAILED:  # the worker's log says why, once the failure is stored
+                transaction.on_commit(lambda: logger.warning("run %s failed: %s", run_id,
+                                                             error or "no reason given"))
+            elif target == RunStatus.CANCELLED:
+                transaction.on_commit(lambda: logger.info("run %s cancelled%s", run_id, f": {error}" if error else ""))
     return changed
 
 

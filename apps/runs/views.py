@@ -21,7 +21,6 @@ from apps.runs.sizes import param_order
 EVENTS_SHOWN = 200  # the rest is in the API (events since seq); the live stream resumes after the last
 
 
-@login_required
 def run_list(request):
     listing = run_listing(request.user, request.GET)
     attach_wait_status(listing.page.object_list)
@@ -61,7 +60,6 @@ def _panel_context(request, run: Run) -> dict:
     return {"panel": panel, "manual_form": form}
 
 
-@login_required
 def run_detail(request, pk: int):
     """The trajectory viewer: header, timeline, code panes and tabs of the selected turn, charts, events."""
     run = _visible_run(request, pk)
@@ -73,14 +71,12 @@ def run_detail(request, pk: int):
     return render(request, "runs/run_detail.html", context)
 
 
-@login_required
 def run_panel(request, pk: int):
     """The selected turn's panes and tabs alone, swapped in by htmx when another turn is picked."""
     run = _visible_run(request, pk)
     return render(request, "runs/_turn_panel.html", {"run": run, **_panel_context(request, run)})
 
 
-@login_required
 def run_live(request, pk: int):
     """Header, timeline and charts as out-of-band fragments, fetched when live events arrive."""
     run = _visible_run(request, pk)

@@ -11,17 +11,26 @@
   let finished = false;
 
   function render(event) {
+    // The server words each event (apps/runs/presenter.py); the raw JSON stays behind a toggle.
     const item = document.createElement("li");
     item.dataset.seq = event.seq;
+    item.dataset.type = event.type;
     const seq = document.createElement("span");
     seq.className = "seq";
     seq.textContent = "#" + event.seq + " ";
+    const text = document.createElement("span");
+    text.className = "event-text";
+    text.textContent = event.text || event.type;  // textContent: never parsed as HTML
+    const raw = document.createElement("details");
+    raw.className = "event-raw";
+    const summary = document.createElement("summary");
     const type = document.createElement("code");
     type.textContent = event.type;
-    const payload = document.createElement("span");
-    payload.className = "payload";
-    payload.textContent = " " + JSON.stringify(event.payload);  // textContent: never parsed as HTML
-    item.append(seq, type, payload);
+    summary.append(type);
+    const pre = document.createElement("pre");
+    pre.textContent = JSON.stringify(event.payload, null, 2);
+    raw.append(summary, pre);
+    item.append(seq, text, " ", raw);
     list.append(item);
     const follow = document.getElementById("autoscroll");
     if (!follow || follow.checked) list.scrollTop = list.scrollHeight;

@@ -150,7 +150,7 @@ def test_launch_watch_live_navigate_diff_share_and_submit_a_manual_turn(page, st
     shared = anonymous.new_page()
     response = shared.goto(share_url)
     assert response.status == 200 and "vadd_optimized" in shared.content()
-    assert shared.goto(f"{stack.url}/runs/{run_id}/").url.startswith(f"{stack.url}/accounts/login/")
+    assert shared.goto(f"{stack.url}/runs/{run_id}/").status == 404  # the run itself stays private
     anonymous.close()
 
     # a manual turn from the editor, evaluated like any turn and shown live

@@ -55,10 +55,19 @@ async def _receive_seqs(communicator, count):
     return [(await communicator.receive_json_from(timeout=5))["seq"] for _ in range(count)]
 
 
-async def test_anonymous_is_refused(layer, make_run, user):
+async def test_anonymous_is_refused_a_private_run(layer, make_run, user):
     run = await database_sync_to_async(make_run)(user)
     communicator, connected = await _connect(run.pk)
     assert not connected
+    await communicator.disconnect()
+
+
+async def test_anonymous_may_follow_a_public_run(layer, make_run, user):
+    run = await database_sync_to_async(make_run)(user, is_public=True)
+    communicator, connected = await _connect(run.pk)
+    assert connected
+    message = await communicator.receive_json_from(timeout=5)
+    assert message["type"] == "run.queued" and message["text"].startswith("Run queued")
     await communicator.disconnect()
 
 

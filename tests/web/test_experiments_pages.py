@@ -111,11 +111,19 @@ def urls(experiment) -> list[str]:
 # ------------------------------------------------------------------------------------------ who sees what
 
 
-def test_anonymous_visitors_are_sent_to_the_login_page(user, trio):
+def test_anonymous_visitors_see_public_experiments_read_only_and_never_private_ones(user, trio):
     client = Client()
-    for url in [reverse("experiments:list"), reverse("experiments:launch"), *urls(trio)]:
-        response = client.get(url)
-        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+    response = client.get(reverse("experiments:launch"))
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    for url in urls(trio):
+        assert client.get(url).status_code == 404, url
+    assert trio.name not in client.get(reverse("experiments:list")).content.decode()
+    Experiment.objects.filter(pk=trio.pk).update(is_public=True)
+    for url in urls(trio)[:-1]:  # the last one also names a missing experiment: a 404 either way
+        assert client.get(url).status_code == 200, url
+    page = client.get(reverse("experiments:detail", args=[trio.pk])).content.decode()
+    assert trio.name in client.get(reverse("experiments:list")).content.decode()
+    assert reverse("experiments:cancel", args=[trio.pk]) not in page
     for name in ("experiments:cancel", "experiments:rerun"):
         assert client.post(reverse(name, args=[trio.pk])).status_code == 302
     assert not Run.objects.filter(status=RunStatus.CANCELLED).exists()

@@ -40,10 +40,26 @@ def test_runs_are_private_by_default(client, make_run, user, other_user):
     assert client.get(reverse("runs:detail", args=[run.pk])).status_code == 200
 
 
-def test_anonymous_visitors_are_sent_to_login(client, make_run, user):
-    run = make_run(user)
-    response = client.get(reverse("runs:detail", args=[run.pk]))
+def test_anonymous_visitors_read_public_runs_but_never_private_ones(client, make_run, user):
+    private, public = make_run(user), make_run(user, is_public=True)
+    assert client.get(reverse("runs:detail", args=[private.pk])).status_code == 404
+    assert client.get(reverse("runs:panel", args=[private.pk])).status_code == 404
+    assert client.get(reverse("runs:live", args=[private.pk])).status_code == 404
+    assert client.get(reverse("runs:detail", args=[public.pk])).status_code == 200
+    listing = client.get(reverse("runs:list")).content.decode()
+    assert f'href="/runs/{public.pk}/"' in listing and f'href="/runs/{private.pk}/"' not in listing
+    assert client.get(reverse("runs:list"), {"owner": "me"}).status_code == 200  # "me" is not offered; ignored
+
+
+def test_anonymous_visitors_are_sent_to_login_for_anything_that_writes(client, make_run, user, task):
+    run = make_run(user, is_public=True)
+    for url in (reverse("runs:launch"), reverse("runs:task_evaluate", args=[task.pk])):
+        response = client.get(url)
+        assert response.status_code == 302 and response.url.startswith(reverse("login"))
+    response = client.post(reverse("runs:cancel", args=[run.pk]))
     assert response.status_code == 302 and response.url.startswith(reverse("login"))
+    html = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert "Share this comparison" not in html and "Cancel run" not in html
 
 
 def test_run_page_shows_stored_events_escaped(client, make_run, user):

@@ -222,6 +222,7 @@ def test_share_page_is_public_and_shows_only_what_was_shared(demo, admin_user, c
     Turn.objects.filter(pk=compile_error.pk).update(code="// NOT_SHARED_CODE", scheme="NOT_SHARED_SCHEME")
     client.force_login(admin_user)
     key = _key(_share(client, run, baseline, fixed))
+    Run.objects.filter(pk=run.pk).update(is_public=False)  # a visitor who cannot see the run (anyone sees public ones)
     response = Client().get(f"/s/{key}/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -300,6 +301,7 @@ def test_share_form_include_posts_both_turns_with_a_csrf_token(task, user):
     run = _finished_run(user, task, public=False)
     baseline, best = _turns(run)
     request = RequestFactory().get("/")
+    request.user = user  # anonymous visitors get no form: sharing needs an account
     html = render_to_string("runs/_share_form.html", {"run": run, "turn_a": baseline, "turn_b": best}, request)
     assert f'action="/runs/{run.pk}/share/"' in html and 'method="post"' in html
     assert f'name="a" value="{baseline.pk}"' in html and f'name="b" value="{best.pk}"' in html

@@ -269,8 +269,8 @@ def test_export_writes_the_task_folders_and_re_imports_unchanged(admin_client, d
     assert response["Content-Disposition"].startswith('attachment; filename="kernelweb-tasks-')
     data = b"".join(response.streaming_content) if response.streaming else response.content
     names = sorted(zipfile.ZipFile(io.BytesIO(data)).namelist())
-    assert names == ["testsuite/vadd/harness.cu", "testsuite/vadd/spec.toml", "testsuite/vadd/vadd.cu",
-                     "testsuite/vadd/vadd_bf16.cu"]
+    assert names == ["kernelweb-tasks.json", "testsuite/vadd/harness.cu", "testsuite/vadd/spec.toml",
+                     "testsuite/vadd/vadd.cu", "testsuite/vadd/vadd_bf16.cu"]
 
     preview = import_stage_archive(io.BytesIO(data), "export.zip", len(data))
     assert [(i.target, i.action) for i in preview.items] == [("testsuite/vadd", "unchanged")]

@@ -84,7 +84,8 @@ def test_private_runs_are_hidden_from_other_users_on_every_viewer_url(client, us
     for name in ("runs:detail", "runs:panel", "runs:live"):
         assert client.get(reverse(name, args=[run.pk])).status_code == 404
     client.logout()
-    assert client.get(reverse("runs:detail", args=[run.pk])).status_code == 302
+    for name in ("runs:detail", "runs:panel", "runs:live"):  # anonymous: the same 404, never a login prompt
+        assert client.get(reverse(name, args=[run.pk])).status_code == 404
 
 
 def test_llm_text_and_code_render_inert(client, user, make_run):

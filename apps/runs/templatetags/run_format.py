@@ -4,6 +4,8 @@ from decimal import Decimal
 
 from django import template
 
+from apps.runs.presenter import short_reason, turn_failure
+
 register = template.Library()
 
 
@@ -50,3 +52,15 @@ def usd(amount) -> str:
     if value <= 0:
         return "—"
     return f"${value:.2f}" if value >= 1 else f"${value:.4f}"
+
+
+@register.filter
+def short(text) -> str:
+    """The first line of a long reason, clipped at a word (the whole text goes in a title or <details>)."""
+    return short_reason(str(text or ""))
+
+
+@register.filter
+def turn_failure_text(verdict, reason) -> str:
+    """Why a turn is not valid: 'compile error: candidate.cu(44): ...'; '' for valid or pending turns."""
+    return turn_failure(str(verdict or ""), str(reason or ""))

@@ -206,8 +206,29 @@ def check_flags(proposal: str | None, arch: str, allowed_libraries: tuple[str, .
     if not has_arch:
         flags.append(f"-arch={arch}")  # the worker's GPU, whatever the agent forgot
     return FlagCheck(
-        True, tuple(flags), ignored=tuple(ignored), libraries=tuple(libraries), proposed=proposal
+        True, dedupe_flags(flags), ignored=tuple(ignored), libraries=tuple(dict.fromkeys(libraries)),
+        proposed=proposal,
     )
+
+
+_PAIRED = ("-Xptxas", "-gencode")  # check_flags writes these two as (option, value) pairs
+
+
+def dedupe_flags(flags: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The flags with each option once, in first-seen order. `-Xptxas a,b` becomes `-Xptxas a -Xptxas b`, so
+    an option the system adds itself (ptxas -v, for the viewer's registers and spills) is recognised however
+    the proposal wrote it, and a command never shows one twice."""
+    units: list[tuple[str, ...]] = []
+    i = 0
+    while i < len(flags):
+        if flags[i] in _PAIRED and i + 1 < len(flags):
+            values = flags[i + 1].split(",") if flags[i] == "-Xptxas" else [flags[i + 1]]
+            units.extend((flags[i], value) for value in values if value)
+            i += 2
+        else:
+            units.append((flags[i],))
+            i += 1
+    return tuple(token for unit in dict.fromkeys(units) for token in unit)
 
 
 def _check_gencode(value: str, want: str) -> str:

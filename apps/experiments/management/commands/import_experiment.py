@@ -11,7 +11,7 @@ class Command(BaseCommand):
         parser.add_argument("path", help="the exported folder, or its experiment.json")
         parser.add_argument("--owner", help="username owning the experiment and its runs "
                                              "(default: the first superuser)")
-        parser.add_argument("--public", action="store_true", help="visible to every signed-in user")
+        parser.add_argument("--public", action="store_true", help="visible to everyone, anonymous visitors included")
         parser.add_argument("--force", action="store_true", help="import runs again even if already loaded")
         parser.add_argument("--skip-existing", action="store_true",
                             help="do nothing (and succeed) when the experiment's runs are already loaded")

@@ -264,6 +264,14 @@ def _turn_submitted(p):
     return f"{_turn(p)}: a manual kernel was submitted for evaluation."
 
 
+def _turn_verified(p):
+    status = p.get("status")
+    gpu = f" on {p['gpu']}" if p.get("gpu") else ""
+    head = {"verified": f"{_turn(p)} verified{gpu}", "disagrees": f"{_turn(p)}: the verification{gpu} disagrees",
+            "failed": f"{_turn(p)} could not be verified"}.get(status, f"{_turn(p)}: verification {status}")
+    return _one_stop((f"{head}: {p['summary']}" if p.get("summary") else head) + ".")
+
+
 SENTENCES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "run.queued": _run_queued,
     "run.running": _run_status,
@@ -283,6 +291,7 @@ SENTENCES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "turn.finished": _turn_finished,
     "best.updated": _best_updated,
     "turn.submitted": _turn_submitted,
+    "turn.verified": _turn_verified,
 }
 
 

@@ -57,6 +57,11 @@ CASES = {
                        "speedups 2.00×–3.50×)."]),
     "best.updated": ({"round": 2, "debug": 1, "score": 180.45522529100995}, ["New best: Turn 2.1 with P 180×."]),
     "turn.submitted": ({"round": 4, "debug": 0, "kind": "manual"}, ["Turn 4: a manual kernel was submitted"]),
+    "turn.verified": ({"round": 2, "debug": 1, "status": "disagrees", "gpu": "NVIDIA H100 80GB HBM3", "score": 1.2,
+                       "summary": "P 1.20× in the fresh run against 6.00× recorded (-80 %, more than the ±10 % "
+                                  "allowed)"},
+                      ["Turn 2.1: the verification on NVIDIA H100 80GB HBM3 disagrees: P 1.20× in the fresh run "
+                       "against 6.00× recorded"]),
 }
 
 

@@ -46,7 +46,7 @@ const ideTheme = EditorView.theme({
 
 // The code view: compact gutters (line numbers hug the code) so two panes keep 72+ columns at 1440 px.
 const compactTheme = EditorView.theme({
-  "&": { fontSize: "12.5px", border: "0", borderRadius: "0" },
+  "&": { fontSize: "12px", border: "0", borderRadius: "0" },
   ".cm-lineNumbers .cm-gutterElement": { padding: "0 3px 0 2px", minWidth: "2ch" },
   ".cm-content": { padding: "2px 0" },
   ".cm-line": { padding: "0 4px 0 3px" },
@@ -99,8 +99,8 @@ function viewSetup(language, label) {
     ]),
     EditorState.tabSize.of(4),
     languageOf(language),
+    compactTheme, // before ideTheme: the earlier theme wins where both set a property
     ideTheme,
-    compactTheme,
     readOnly(),
     EditorView.contentAttributes.of({ "aria-label": label }),
   ];
@@ -116,14 +116,15 @@ function labelFor(textarea) {
   return label ? label.textContent.trim() : "Code";
 }
 
-// Compile errors: a json_script list of {line, severity, message} (apps/runs/codeview.py compile_diagnostics)
-// becomes CodeMirror lint diagnostics, each spanning its line (clamped to the document).
-function readDiagnostics(id) {
-  const script = id && document.getElementById(id);
-  if (!script) return [];
+// Compile errors: a JSON list of {line, severity, message} (apps/runs/codeview.py compile_diagnostics), in the
+// data-diagnostics attribute itself or in the json_script it names by id, becomes CodeMirror lint diagnostics,
+// each spanning its line (clamped to the document).
+function readDiagnostics(value) {
+  if (!value) return [];
   try {
-    const value = JSON.parse(script.textContent);
-    return Array.isArray(value) ? value : [];
+    const text = value.trim().startsWith("[") ? value : document.getElementById(value)?.textContent;
+    const parsed = text ? JSON.parse(text) : [];
+    return Array.isArray(parsed) ? parsed : [];
   } catch (err) {
     console.error(err);
     return [];
@@ -197,9 +198,13 @@ function enhanceTextarea(textarea) {
   }
 }
 
-// The side's <script type="application/json" data-side="a|b">; without data-side attributes, the first and the
-// second JSON script child are a and b (so two plain `json_script` tags work too). Returns null when absent.
+// The side's text: a <template data-side="a|b"> child (its content as text; htmx keeps templates but drops
+// scripts from swapped content), else a <script type="application/json" data-side="a|b"> child holding a JSON
+// string; without data-side attributes, the first and the second JSON script child are a and b (so two plain
+// `json_script` tags work too). Returns null when the side is absent.
 function sideText(el, side) {
+  const tpl = el.querySelector(`:scope > template[data-side="${side}"]`);
+  if (tpl) return tpl.content.textContent;
   const script =
     el.querySelector(`:scope > script[type="application/json"][data-side="${side}"]`) ||
     el.querySelectorAll(':scope > script[type="application/json"]:not([data-side])')[side === "a" ? 0 : 1];
@@ -378,6 +383,8 @@ function enhanceMerge(el) {
 export function enhance(root = document) {
   root.querySelectorAll('textarea[data-editor="cuda"], textarea[data-editor="python"]').forEach(enhanceTextarea);
   root.querySelectorAll("[data-merge]").forEach(enhanceMerge);
+  // the key help is about the enhanced view: shown only once there is one
+  root.querySelectorAll(".kw-cv-keys[hidden]").forEach((p) => { p.hidden = false; });
 }
 
 // Scroll the code view `el` to line `n` of its right-hand (or only) pane and put the cursor there.

@@ -1,8 +1,10 @@
 """Template helpers of the code view and the manual-turn editor (templates/runs/_code_view.html)."""
 
+import json
+
 from django import template
-from django.utils.html import json_script
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from apps.catalog.markup import code_language as _code_language
 
@@ -11,13 +13,19 @@ register = template.Library()
 
 @register.filter
 def merge_side(code: str, side: str) -> SafeString:
-    """`<script type="application/json" data-side="a|b">` holding `code` as a JSON string, escaped like
-    json_script (`<`, `>`, `&` as \\u escapes, so the code cannot close the tag), for frontend/editor.js."""
+    """`<template data-side="a|b">` holding `code` as escaped text, for frontend/editor.js.
+
+    A <template>, not a JSON <script>: htmx drops every <script> of a swapped fragment (allowScriptTags is
+    off under the CSP), and a template's content is inert text the browser neither shows nor runs."""
     if side not in ("a", "b"):
         raise template.TemplateSyntaxError(f"merge_side: side must be a or b, not {side!r}")
-    tag = str(json_script(code or ""))
-    opening = f'<script type="application/json" data-side="{side}">'
-    return mark_safe(tag.replace('<script type="application/json">', opening, 1))  # noqa: S308 - json_script escaped it
+    return format_html('<template data-side="{}">{}</template>', side, code or "")
+
+
+@register.filter
+def as_json(value) -> str:
+    """JSON text for a data attribute (autoescaping makes it attribute-safe), e.g. data-diagnostics."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 @register.filter

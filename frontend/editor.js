@@ -178,7 +178,8 @@ function enhanceTextarea(textarea) {
     }),
   });
   textarea.after(view.dom);
-  textarea.style.display = "none";
+  // hidden, not style.display: htmx copies a swapped element's style attribute, which the CSP refuses
+  textarea.hidden = true;
   // A hidden required field that is empty blocks the submit with no visible message; the server validates anyway.
   textarea.required = false;
   textarea.kwEditor = view;

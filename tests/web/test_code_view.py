@@ -21,7 +21,7 @@ from apps.catalog.models import Task
 from apps.catalog.services import tasks_sync
 from apps.runs.codeview import Diagnostic, compile_diagnostics, compile_log_lines, side_by_side
 from apps.runs.execution import manual_turn_evaluate
-from apps.runs.manual import run_create_manual
+from apps.runs.manual import run_create_manual, turn_submit_manual
 from apps.runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -199,3 +199,18 @@ def test_a_real_nvcc_error_is_listed_with_its_line_and_marked_in_the_editor(clie
     diagnostics = json.loads(unescape(attributes[0]))
     assert {"line": line, "severity": "error", "message": 'identifier "cudaSyncX" is undefined'} in diagnostics
     assert re.search(rf'<tr class="has-error"><td class="ln" id="L{line}">', html)
+
+
+@needs_nvcc
+@pytest.mark.usefixtures("gpu_present")
+def test_a_second_manual_turn_on_an_ended_manual_run_is_evaluated_not_left_queued(user, vector_add):
+    run = run_create_manual(owner=user, task=vector_add, code=FAST.replace("cudaDeviceSynchronize", "cudaSyncX"),
+                            dispatch=False)
+    manual_turn_evaluate(run.turns.get().pk)
+    run.refresh_from_db()
+    assert run.status == "failed"
+    second = turn_submit_manual(run=run, code=FAST.replace("cudaDeviceSynchronize", "cudaSyncY"), dispatch=False)
+    manual_turn_evaluate(second.pk)
+    second.refresh_from_db()
+    assert second.verdict == "compile_error" and "cudaSyncY" in second.compile_log
+    assert list(run.events.filter(type="turn.finished").values_list("payload__round", flat=True)) == [1, 2]

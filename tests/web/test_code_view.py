@@ -102,7 +102,8 @@ def test_without_javascript_two_panes_of_equal_rows_that_scroll_instead_of_wrapp
     # the rules: code never wraps (pre, no break-all), each pane scrolls sideways, gutters stick and stay narrow
     rule = re.search(r"\.kw-cv-static td \{([^}]*)\}", CSS).group(1)
     assert "white-space:pre;" in rule
-    assert re.search(r"\.kw-cv-static td code \{[^}]*white-space:pre;[^}]*word-break:normal", CSS)
+    # stronger than app.css's `table.diff td.src code` (pre-wrap, break-all), which the no-JS view used to get
+    assert re.search(r"\.kw-cv-static table\.diff td\.src code \{[^}]*white-space:pre;[^}]*word-break:normal", CSS)
     assert re.search(r"\.kw-cv-pane \{[^}]*overflow-x:auto", CSS)
     assert re.search(r"td\.ln, \.kw-cv-static td\.sc-no \{[^}]*position:sticky;[^}]*width:1%", CSS)
     assert "pre-wrap" not in CSS and "break-all" not in CSS

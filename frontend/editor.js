@@ -1,7 +1,9 @@
 // KernelWeb code editor: enhances server-rendered markup with CodeMirror 6 (see docs/frontend.md).
-//   <textarea data-editor="cuda|python" [data-editor-readonly]>  -> a C++ (or Python, for KernelBench tasks) editor
-//                                                              kept in sync with the (hidden) textarea
-//   <div data-merge> + two <script type="application/json" data-side="a|b"> -> a read-only side-by-side diff
+//   <textarea data-editor="cuda|python" [data-editor-readonly] [data-diagnostics="id"]>
+//       -> a C++ (or Python, for KernelBench tasks) editor kept in sync with the (hidden) textarea,
+//          compile errors from the json_script `id` shown as lint markers on their lines
+//   <div data-merge> + <script type="application/json" data-side="a|b"> -> the code view: a read-only
+//       side-by-side diff (or one pane when there is no side a) with a toolbar, a splitter and full screen
 // Without JavaScript the textarea and the element's own fallback content stay as they are.
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import { cpp } from "@codemirror/lang-cpp";
@@ -14,7 +16,8 @@ import {
   indentOnInput,
   syntaxHighlighting,
 } from "@codemirror/language";
-import { MergeView } from "@codemirror/merge";
+import { lintGutter, lintKeymap, setDiagnostics } from "@codemirror/lint";
+import { MergeView, goToNextChunk, goToPreviousChunk } from "@codemirror/merge";
 import { EditorState } from "@codemirror/state";
 import {
   EditorView,
@@ -28,21 +31,35 @@ import {
 } from "@codemirror/view";
 
 const MARK = "kwEnhanced"; // data-kw-enhanced="1" on every element already handled
+const MONO = 'ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, monospace';
 
 // A plain, light IDE look that matches static/css/app.css (same greys and monospace stack).
 const ideTheme = EditorView.theme({
   "&": { fontSize: "13px", border: "1px solid #d8dee4", borderRadius: "4px", backgroundColor: "#fff" },
   "&.cm-focused": { outline: "2px solid #0b6bcb55" },
-  ".cm-scroller": { fontFamily: 'ui-monospace, "SFMono-Regular", Menlo, monospace', lineHeight: "1.45" },
-  ".cm-gutters": { backgroundColor: "#f6f8fa", color: "#8c959f", borderRight: "1px solid #d8dee4" },
+  ".cm-scroller": { fontFamily: MONO, lineHeight: "1.45" },
+  ".cm-gutters": { backgroundColor: "#f6f8fa", color: "#6e7781", borderRight: "1px solid #d8dee4" },
   ".cm-activeLine": { backgroundColor: "#f6f8fa" },
   ".cm-activeLineGutter": { backgroundColor: "#eaeef2", color: "#1d2125" },
   "&.cm-readonly .cm-cursor": { display: "none" },
 });
 
+// The code view: compact gutters (line numbers hug the code) so two panes keep 72+ columns at 1440 px.
+const compactTheme = EditorView.theme({
+  "&": { fontSize: "12px", border: "0", borderRadius: "0" },
+  ".cm-lineNumbers .cm-gutterElement": { padding: "0 3px 0 2px", minWidth: "2ch" },
+  ".cm-content": { padding: "2px 0" },
+  ".cm-line": { padding: "0 4px 0 3px" },
+  ".cm-collapsedLines": { fontFamily: "system-ui, sans-serif", fontSize: "12px" },
+});
+
 // CodeMirror mounts its styles as a <style> element: the Content-Security-Policy admits it only with the
 // response's nonce, which templates/base.html puts in <meta name="csp-nonce">.
 const CSP_NONCE = document.querySelector('meta[name="csp-nonce"]')?.content || "";
+
+function languageOf(name) {
+  return name === "python" ? python() : cpp();
+}
 
 function basicSetup(language = "cuda") {
   return [
@@ -58,10 +75,34 @@ function basicSetup(language = "cuda") {
     syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
     bracketMatching(),
     highlightActiveLine(),
-    keymap.of([...defaultKeymap, ...historyKeymap, ...foldKeymap, indentWithTab]),
+    keymap.of([...defaultKeymap, ...historyKeymap, ...foldKeymap, ...lintKeymap, indentWithTab]),
     EditorState.tabSize.of(4),
-    language === "python" ? python() : cpp(),
+    languageOf(language),
     ideTheme,
+  ];
+}
+
+// Read-only panes of the code view: no fold gutter or active-line band, keyboard selection kept.
+function viewSetup(language, label) {
+  return [
+    ...(CSP_NONCE ? [EditorView.cspNonce.of(CSP_NONCE)] : []),
+    lineNumbers(),
+    highlightSpecialChars(),
+    drawSelection(),
+    syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+    bracketMatching(),
+    keymap.of([
+      { key: "Alt-j", run: goToNextChunk },
+      { key: "Alt-k", run: goToPreviousChunk },
+      ...defaultKeymap,
+      ...lintKeymap,
+    ]),
+    EditorState.tabSize.of(4),
+    languageOf(language),
+    compactTheme, // before ideTheme: the earlier theme wins where both set a property
+    ideTheme,
+    readOnly(),
+    EditorView.contentAttributes.of({ "aria-label": label }),
   ];
 }
 
@@ -75,6 +116,41 @@ function labelFor(textarea) {
   return label ? label.textContent.trim() : "Code";
 }
 
+// Compile errors: a JSON list of {line, severity, message} (apps/runs/codeview.py compile_diagnostics), in the
+// data-diagnostics attribute itself or in the json_script it names by id, becomes CodeMirror lint diagnostics,
+// each spanning its line (clamped to the document).
+function readDiagnostics(value) {
+  if (!value) return [];
+  try {
+    const text = value.trim().startsWith("[") ? value : document.getElementById(value)?.textContent;
+    const parsed = text ? JSON.parse(text) : [];
+    return Array.isArray(parsed) ? parsed : [];
+  } catch (err) {
+    console.error(err);
+    return [];
+  }
+}
+
+function toDiagnostics(doc, items) {
+  return items
+    .filter((d) => Number.isInteger(d.line) && d.line > 0)
+    .map((d) => {
+      const line = doc.line(Math.min(d.line, doc.lines));
+      return {
+        from: line.from,
+        to: line.to,
+        severity: d.severity === "warning" ? "warning" : "error",
+        message: `line ${d.line}: ${d.message || d.severity}`,
+        source: "nvcc",
+      };
+    });
+}
+
+function showDiagnostics(view, items) {
+  if (!items.length) return;
+  view.dispatch(setDiagnostics(view.state, toDiagnostics(view.state.doc, items)));
+}
+
 function enhanceTextarea(textarea) {
   if (textarea.dataset[MARK]) return;
   textarea.dataset[MARK] = "1";
@@ -83,6 +159,7 @@ function enhanceTextarea(textarea) {
   const sizing = EditorView.theme({
     ".cm-scroller": { minHeight: rows > 0 ? `${Math.min(rows, 40) * 1.45}em` : "auto", maxHeight: "75vh", overflow: "auto" },
   });
+  const diagnostics = readDiagnostics(textarea.dataset.diagnostics);
   const view = new EditorView({
     state: EditorState.create({
       doc: textarea.value,
@@ -90,6 +167,7 @@ function enhanceTextarea(textarea) {
         basicSetup(textarea.dataset.editor),
         sizing,
         ro ? readOnly() : [],
+        diagnostics.length ? lintGutter() : [],
         EditorView.contentAttributes.of({ "aria-label": labelFor(textarea) }),
         EditorView.updateListener.of((update) => {
           if (!update.docChanged) return;
@@ -100,10 +178,12 @@ function enhanceTextarea(textarea) {
     }),
   });
   textarea.after(view.dom);
-  textarea.style.display = "none";
+  // hidden, not style.display: htmx copies a swapped element's style attribute, which the CSP refuses
+  textarea.hidden = true;
   // A hidden required field that is empty blocks the submit with no visible message; the server validates anyway.
   textarea.required = false;
   textarea.kwEditor = view;
+  showDiagnostics(view, diagnostics);
   if (textarea.id) {
     const label = document.querySelector(`label[for="${CSS.escape(textarea.id)}"]`);
     if (label) label.addEventListener("click", () => view.focus());
@@ -119,17 +199,102 @@ function enhanceTextarea(textarea) {
   }
 }
 
-// The side's <script type="application/json" data-side="a|b">; without data-side attributes, the first and the
-// second JSON script child are a and b (so two plain `json_script` tags work too).
+// The side's text: a <template data-side="a|b"> child (its content as text; htmx keeps templates but drops
+// scripts from swapped content), else a <script type="application/json" data-side="a|b"> child holding a JSON
+// string; without data-side attributes, the first and the second JSON script child are a and b (so two plain
+// `json_script` tags work too). Returns null when the side is absent.
 function sideText(el, side) {
+  const tpl = el.querySelector(`:scope > template[data-side="${side}"]`);
+  if (tpl) return tpl.content.textContent;
   const script =
-    el.querySelector(`script[type="application/json"][data-side="${side}"]`) ||
-    el.querySelectorAll('script[type="application/json"]:not([data-side])')[side === "a" ? 0 : 1];
-  if (!script) throw new Error(`data-merge: no <script type="application/json" data-side="${side}">`);
+    el.querySelector(`:scope > script[type="application/json"][data-side="${side}"]`) ||
+    el.querySelectorAll(':scope > script[type="application/json"]:not([data-side])')[side === "a" ? 0 : 1];
+  if (!script) return null;
   const value = JSON.parse(script.textContent);
   if (typeof value !== "string") throw new Error(`data-merge: side ${side} is not a JSON string`);
   return value;
 }
+
+function button(text, title, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "kw-cv-btn";
+  b.textContent = text;
+  b.title = title;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+// A draggable (and keyboard-operable) separator between the two panes; the left pane's share is a flex basis.
+function addSplitter(el, merge) {
+  const editors = merge.dom.querySelector(".cm-mergeViewEditors");
+  const [left, right] = editors.querySelectorAll(":scope > .cm-mergeViewEditor");
+  if (!left || !right) return;
+  const split = document.createElement("div");
+  split.className = "kw-cv-split";
+  split.tabIndex = 0;
+  split.setAttribute("role", "separator");
+  split.setAttribute("aria-orientation", "vertical");
+  split.setAttribute("aria-label", "Resize the panes (← →, double-click to reset)");
+  split.setAttribute("aria-valuemin", "15");
+  split.setAttribute("aria-valuemax", "85");
+  editors.insertBefore(split, right);
+  const set = (pct) => {
+    pct = Math.max(15, Math.min(85, pct));
+    left.style.flex = `0 0 ${pct}%`;
+    right.style.flex = "1 1 0";
+    split.setAttribute("aria-valuenow", String(Math.round(pct)));
+    el.dataset.split = String(Math.round(pct));
+    merge.a.requestMeasure();
+    merge.b.requestMeasure();
+  };
+  const current = () => (left.getBoundingClientRect().width / editors.getBoundingClientRect().width) * 100;
+  split.setAttribute("aria-valuenow", "50");
+  split.addEventListener("pointerdown", (e) => {
+    e.preventDefault();
+    split.setPointerCapture(e.pointerId);
+    const box = editors.getBoundingClientRect();
+    const move = (ev) => set(((ev.clientX - box.left) / box.width) * 100);
+    const up = () => {
+      split.removeEventListener("pointermove", move);
+      split.removeEventListener("pointerup", up);
+    };
+    split.addEventListener("pointermove", move);
+    split.addEventListener("pointerup", up);
+  });
+  split.addEventListener("dblclick", () => set(50));
+  split.addEventListener("keydown", (e) => {
+    const step = { ArrowLeft: -5, ArrowRight: 5 }[e.key];
+    if (step) {
+      e.preventDefault();
+      set(current() + step);
+    } else if (e.key === "Home" || e.key === "End") {
+      e.preventDefault();
+      set(e.key === "Home" ? 15 : 85);
+    }
+  });
+}
+
+// Full screen is a class on the element (position: fixed over the page, static/css/codeview.css); Esc leaves.
+let fullScreenEl = null;
+function setFullScreen(el, on) {
+  el.classList.toggle("kw-cv-full", on);
+  document.documentElement.classList.toggle("kw-cv-noscroll", on);
+  const toggle = el.querySelector(".kw-cv-fullscreen");
+  if (toggle) {
+    toggle.setAttribute("aria-pressed", String(on));
+    toggle.textContent = on ? "Exit full screen" : "Full screen";
+  }
+  fullScreenEl = on ? el : null;
+  if (on) (el.kwMerge?.b || el.kwView)?.focus();
+  else toggle?.focus();
+}
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && fullScreenEl) {
+    e.preventDefault();
+    setFullScreen(fullScreenEl, false);
+  }
+});
 
 function enhanceMerge(el) {
   if (el.dataset[MARK]) return;
@@ -138,41 +303,117 @@ function enhanceMerge(el) {
   try {
     a = sideText(el, "a");
     b = sideText(el, "b");
+    if (b === null) throw new Error('data-merge: no <script type="application/json" data-side="b">');
   } catch (err) {
     console.error(err); // keep the server-rendered fallback
     return;
   }
-  const extensions = [basicSetup(el.dataset.language || "cuda"), readOnly()];
-  el.replaceChildren();
-  el.kwMerge = new MergeView({
-    a: { doc: a, extensions },
-    b: { doc: b, extensions },
-    parent: el,
-    highlightChanges: true,
-    gutter: true,
-    collapseUnchanged: el.dataset.mergeCollapse === "false" ? undefined : { margin: 3, minSize: 8 },
-  });
-}
+  const language = el.dataset.language || "cuda";
+  const labelA = el.dataset.labelA || "before";
+  const labelB = el.dataset.labelB || "after";
+  const diagnostics = readDiagnostics(el.dataset.diagnostics);
+  const collapse = { margin: 3, minSize: 8 };
+  const collapsed = el.dataset.mergeCollapse !== "false";
 
-let styled = false;
-function addStyle() {
-  if (styled) return;
-  styled = true;
-  const style = document.createElement("style");
-  style.textContent =
-    ".cm-mergeView{max-height:75vh;border:1px solid #d8dee4;border-radius:4px}" +
-    ".cm-mergeView .cm-editor{border:0;border-radius:0}";
-  document.head.append(style);
+  const bar = document.createElement("div");
+  bar.className = "kw-cv-bar";
+  bar.setAttribute("role", "toolbar");
+  bar.setAttribute("aria-label", "Code view");
+  const titles = document.createElement("div");
+  titles.className = "kw-cv-titles";
+  for (const [cls, text] of a === null ? [["b", labelB]] : [["a", labelA], ["b", labelB]]) {
+    const t = document.createElement("span");
+    t.className = `kw-cv-title kw-cv-title-${cls}`;
+    t.textContent = text;
+    titles.append(t);
+  }
+  const tools = document.createElement("div");
+  tools.className = "kw-cv-tools";
+  bar.append(titles, tools);
+  const body = document.createElement("div");
+  body.className = "kw-cv-body";
+  el.replaceChildren(bar, body);
+  el.classList.add("kw-cv");
+
+  if (a === null) {
+    // Nothing to compare with: one read-only pane of the same look.
+    const view = new EditorView({
+      parent: body,
+      state: EditorState.create({ doc: b, extensions: [viewSetup(language, labelB), diagnostics.length ? lintGutter() : []] }),
+    });
+    el.kwView = view;
+    showDiagnostics(view, diagnostics);
+  } else {
+    const merge = new MergeView({
+      a: { doc: a, extensions: viewSetup(language, labelA) },
+      b: { doc: b, extensions: [viewSetup(language, labelB), diagnostics.length ? lintGutter() : []] },
+      parent: body,
+      highlightChanges: true,
+      gutter: true,
+      collapseUnchanged: collapsed ? collapse : undefined,
+    });
+    el.kwMerge = merge;
+    showDiagnostics(merge.b, diagnostics);
+    addSplitter(el, merge);
+    const chunkStep = (command) => () => {
+      merge.b.focus();
+      command(merge.b);
+    };
+    tools.append(
+      button("↑ Change", "Previous change (Alt-K in a pane)", chunkStep(goToPreviousChunk)),
+      button("↓ Change", "Next change (Alt-J in a pane)", chunkStep(goToNextChunk)),
+    );
+    const unchanged = button(collapsed ? "Show all lines" : "Collapse unchanged", "Show or collapse the unchanged regions", () => {
+      const now = unchanged.getAttribute("aria-pressed") !== "true";
+      merge.reconfigure({ collapseUnchanged: now ? undefined : collapse });
+      unchanged.setAttribute("aria-pressed", String(now));
+      unchanged.textContent = now ? "Collapse unchanged" : "Show all lines";
+      el.dataset.collapsed = String(!now);
+    });
+    unchanged.classList.add("kw-cv-unchanged");
+    unchanged.setAttribute("aria-pressed", String(!collapsed));
+    el.dataset.collapsed = String(collapsed);
+    tools.append(unchanged);
+  }
+  const full = button("Full screen", "Full screen (Esc leaves)", () => setFullScreen(el, !el.classList.contains("kw-cv-full")));
+  full.classList.add("kw-cv-fullscreen");
+  full.setAttribute("aria-pressed", "false");
+  tools.append(full);
 }
 
 export function enhance(root = document) {
   root.querySelectorAll('textarea[data-editor="cuda"], textarea[data-editor="python"]').forEach(enhanceTextarea);
-  const merges = root.querySelectorAll("[data-merge]");
-  if (merges.length) addStyle();
-  merges.forEach(enhanceMerge);
+  root.querySelectorAll("[data-merge]").forEach(enhanceMerge);
+  // the key help is about the enhanced view: shown only once there is one
+  root.querySelectorAll(".kw-cv-keys[hidden]").forEach((p) => { p.hidden = false; });
 }
 
-window.KWEditor = { enhance };
+// Scroll the code view `el` to line `n` of its right-hand (or only) pane and put the cursor there.
+export function revealLine(el, n) {
+  const view = el && (el.kwMerge ? el.kwMerge.b : el.kwView);
+  if (!view) return false;
+  const merge = el.kwMerge;
+  if (merge) {
+    // a line inside a collapsed region is shown first
+    merge.reconfigure({ collapseUnchanged: undefined });
+    el.dataset.collapsed = "false";
+    const toggle = el.querySelector(".kw-cv-unchanged");
+    if (toggle) { toggle.setAttribute("aria-pressed", "true"); toggle.textContent = "Collapse unchanged"; }
+  }
+  const line = view.state.doc.line(Math.max(1, Math.min(n, view.state.doc.lines)));
+  view.dispatch({ selection: { anchor: line.from }, effects: EditorView.scrollIntoView(line.from, { y: "center" }) });
+  view.focus();
+  return true;
+}
+
+window.KWEditor = { enhance, revealLine };
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => enhance());
 else enhance();
-document.addEventListener("htmx:afterSwap", () => enhance());
+document.addEventListener("htmx:afterSwap", () => {
+  // A swapped-out code view cannot leave the page stuck in full screen.
+  if (fullScreenEl && !document.contains(fullScreenEl)) {
+    document.documentElement.classList.remove("kw-cv-noscroll");
+    fullScreenEl = null;
+  }
+  enhance();
+});

@@ -66,6 +66,10 @@ class SideBySide:
     rows: list[DiffRow]
     added: int
     removed: int
+    # the two codes as they are, for the browser's merge view (frontend/editor.js) over these rows
+    left_text: str = ""
+    right_text: str = ""
+    language: str = "cuda"
 
     @property
     def identical(self) -> bool:
@@ -107,11 +111,16 @@ def side_by_side(left: str, right: str, *, context: int = CONTEXT, language: str
                 li + 1 if li < i2 else None, ha[li] if li < i2 else "",
                 rj + 1 if rj < j2 else None, hb[rj] if rj < j2 else "",
             ))
-    return SideBySide(rows, added, removed)
+    return SideBySide(rows, added, removed, left, right, "python" if language == "python" else "cuda")
 
 
-_LOG_LINE = re.compile(r"^(?P<file>[\w./-]+\.cu)\((?P<line>\d+)\): (?P<level>error|warning)|"
-                       r"^(?P<file2>[\w./-]+\.cu):(?P<line2>\d+):(?:\d+:)? (?P<level2>error|warning)")
+# nvcc (EDG front end): `kernel.cu(12): error: ...`, `kernel.cu(3): warning #177-D: ...`,
+# `kernel.cu(9): catastrophic error: ...`; host compiler (gcc/clang): `kernel.cu:12:5: error: ...`.
+_LOG_LINE = re.compile(
+    r"^(?P<file>[\w./+-]+\.(?:cu|cuh|h|hpp|cpp))\((?P<line>\d+)\): (?:catastrophic )?(?P<level>error|warning)"
+    r"(?: #[\w-]+)?:?\s*(?P<message>.*)$|"
+    r"^(?P<file2>[\w./+-]+\.(?:cu|cuh|h|hpp|cpp)):(?P<line2>\d+):(?:\d+:)? (?:fatal )?(?P<level2>error|warning):?"
+    r"\s*(?P<message2>.*)$")
 
 
 @dataclass(frozen=True)
@@ -121,12 +130,50 @@ class LogLine:
     level: str = ""  # error | warning | ""
 
 
+@dataclass(frozen=True)
+class Diagnostic:
+    """A compiler message pinned to a line of the candidate (the editor shows it as a lint marker)."""
+
+    line: int
+    severity: str  # error | warning
+    message: str
+
+    def as_json(self) -> dict:
+        return {"line": self.line, "severity": self.severity, "message": self.message}
+
+
+def compile_diagnostics(log: str, *, source_name: str | None = None) -> list[Diagnostic]:
+    """The `file(line): error: message` lines of an nvcc log, in order, without repeats.
+
+    Only messages about a `.cu` file (or `source_name`, when given) are kept: an error inside a
+    system header points at a line that is not in the candidate."""
+    found: list[Diagnostic] = []
+    seen = set()
+    for text in (log or "").splitlines():
+        match = _LOG_LINE.match(text.strip())
+        if not match:
+            continue
+        name = match.group("file") or match.group("file2")
+        if source_name is not None:
+            if name.rsplit("/", 1)[-1] != source_name:
+                continue
+        elif not name.endswith(".cu"):
+            continue
+        diagnostic = Diagnostic(int(match.group("line") or match.group("line2")),
+                                match.group("level") or match.group("level2"),
+                                (match.group("message") or match.group("message2") or "").strip())
+        if diagnostic not in seen:
+            seen.add(diagnostic)
+            found.append(diagnostic)
+    return found
+
+
 def compile_log_lines(log: str) -> list[LogLine]:
     """Split an nvcc log into lines and find the `file.cu(12): error` (or `file.cu:12:`) references."""
     out = []
     for text in log.splitlines():
         match = _LOG_LINE.match(text.strip())
-        if match:
+        if match and (match.group("file") or match.group("file2")).endswith(".cu"):  # not a system header's line
             line = match.group("line") or match.group("line2")
             level = match.group("level") or match.group("level2")
             out.append(LogLine(text, int(line), level))

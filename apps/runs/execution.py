@@ -218,7 +218,9 @@ def manual_turn_evaluate(turn_id: int) -> None:
     recorded on the turn, not on the run."""
     turn = Turn.objects.select_related("run").get(pk=turn_id)
     run = turn.run
-    standalone = run.origin == "manual"
+    # a run of its own is claimed by its first turn; a later turn on it, once it has ended, is evaluated like
+    # a turn on any run (claiming an ended run does nothing, which left that turn "queued" for good)
+    standalone = run.origin == "manual" and run.is_active
     sink = DjangoSink(run)
     sink.resume()
     key = (turn.round_index, turn.debug_index)

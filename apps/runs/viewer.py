@@ -10,6 +10,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import markdown
@@ -17,7 +18,15 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.catalog.markup import code_language
-from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
+from apps.runs.codeview import (
+    Diagnostic,
+    LogLine,
+    SideBySide,
+    compile_diagnostics,
+    compile_log_lines,
+    highlight_lines,
+    side_by_side,
+)
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
 from apps.runs.sizes import param_order, size_label
 
@@ -195,6 +204,24 @@ class TurnPanel:
     def has_reference(self) -> bool:
         """Whether any size was timed against an expert reference (the Results tab shows its columns)."""
         return any(r.reference_ms is not None for r in self.results)
+
+    @cached_property
+    def diagnostics(self) -> list[Diagnostic]:
+        """The compiler's errors and warnings on the turn's own lines (markers in the code view and editor)."""
+        return compile_diagnostics(self.turn.compile_log)
+
+    @property
+    def diagnostics_json(self) -> list[dict]:
+        return [d.as_json() for d in self.diagnostics]
+
+    @property
+    def error_lines(self) -> set[int]:
+        return {d.line for d in self.diagnostics}
+
+    @property
+    def pending(self) -> bool:
+        """Not evaluated yet: the page follows it live until its verdict arrives."""
+        return self.turn.verdict in PENDING_VERDICTS
 
 
 @dataclass

@@ -143,6 +143,8 @@ def run_manual_turn(request, pk: int):
             if turn_unsent(turn):
                 return _unsent_response(request, [run])
             messages.success(request, f"Manual turn {turn.round_index} queued for evaluation.")
+            # open the new turn: its panel follows the evaluation live to the verdict
+            return redirect(f"{reverse('runs:detail', args=[run.pk])}?turn={turn.round_index}.{turn.debug_index}")
     else:
         messages.error(request, "Not submitted: " + "; ".join(e for errs in form.errors.values() for e in errs))
     return redirect("runs:detail", pk=run.pk)

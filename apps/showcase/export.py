@@ -25,12 +25,15 @@ ASSETS = {
     "css/showcase.css": "static/css/showcase.css",
     "dist/uPlot.min.css": "static/dist/uPlot.min.css",
     "dist/kw-charts.js": "static/dist/kw-charts.js",
+    "css/codeview.css": "static/css/codeview.css",
+    "dist/kw-editor.js": "static/dist/kw-editor.js",
 }
 
 EXPORT_LINKS = ShowcaseLinks(
     layout="showcase/_showcase_export.html", index="index.html", app_css=ASSETS["css/app.css"],
     showcase_css=ASSETS["css/showcase.css"], uplot_css=ASSETS["dist/uPlot.min.css"],
-    charts_js=ASSETS["dist/kw-charts.js"], exported=True,
+    charts_js=ASSETS["dist/kw-charts.js"], exported=True, code_css=ASSETS["css/codeview.css"],
+    editor_js=ASSETS["dist/kw-editor.js"],
 )
 
 

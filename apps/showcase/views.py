@@ -41,13 +41,16 @@ class ShowcaseLinks:
     uplot_css: str
     charts_js: str
     exported: bool = False  # a static export has no server: no run viewer, no sign-in links
+    code_css: str = ""  # the code view (static/css/codeview.css) and its CodeMirror bundle, for the diff
+    editor_js: str = ""
 
 
 def live_links() -> ShowcaseLinks:
     return ShowcaseLinks(
         layout="showcase/_showcase_live.html", index=reverse("showcase:index"), app_css=static("css/app.css"),
         showcase_css=static("css/showcase.css"), uplot_css=static("dist/uPlot.min.css"),
-        charts_js=static("dist/kw-charts.js"),
+        charts_js=static("dist/kw-charts.js"), code_css=static("css/codeview.css"),
+        editor_js=static("dist/kw-editor.js"),
     )
 
 

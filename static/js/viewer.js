@@ -34,13 +34,49 @@
     if (current) current.scrollIntoView({ block: "nearest" });
   }
 
-  // A compile error links to #L<n>: open the right pane's line even inside the scrolled code pane.
+  // A compile error links to #L<n>: open that line of the turn's code, in the CodeMirror pane when
+  // kw-editor.js has replaced the server-rendered one, else in the scrolled static pane.
   document.addEventListener("click", (e) => {
-    const link = e.target.closest("pre.log a[data-line]");
+    const link = e.target.closest("pre.log a[data-line], .compile-errors a[data-line]");
     if (!link) return;
-    const row = document.getElementById("L" + link.dataset.line);
-    if (row) { e.preventDefault(); row.scrollIntoView({ block: "center" }); history.replaceState(null, "", "#L" + link.dataset.line); }
+    const line = Number(link.dataset.line);
+    const host = document.getElementById("diff");
+    if (host && window.KWEditor && window.KWEditor.revealLine(host, line)) { e.preventDefault(); return; }
+    const row = document.getElementById("L" + line);
+    if (row) { e.preventDefault(); row.scrollIntoView({ block: "center" }); history.replaceState(null, "", "#L" + line); }
   });
+
+  // Live status of a turn that is not evaluated yet (a manual turn just submitted): its panel says where it
+  // is (queued, evaluating) and is reloaded when it finishes, so the verdict replaces "queued". Events come
+  // over the run's websocket (run-events.js); a slow poll covers a stream that is down.
+  function pendingToolbar() {
+    const toolbar = document.querySelector(".turn-toolbar[data-pending='1']");
+    return toolbar && toolbar.dataset.selected ? toolbar : null;
+  }
+  function editing() {
+    const area = document.querySelector("#tab-edit textarea[name=code]");
+    return area && area.value !== area.defaultValue;
+  }
+  function reloadPanel() {
+    const toolbar = pendingToolbar();
+    if (!toolbar || editing()) return;
+    const against = (document.getElementById("diff") || {}).dataset?.against || "baseline";
+    const url = `${viewer.dataset.panelUrl}?turn=${encodeURIComponent(toolbar.dataset.selected)}&against=${against}`;
+    if (window.htmx) window.htmx.ajax("GET", url, { target: "#turn-panel" });
+  }
+  document.addEventListener("kw:run-event", (e) => {
+    const toolbar = pendingToolbar();
+    if (!toolbar) return;
+    const p = e.detail.payload || {};
+    if (`${p.round}.${p.debug}` !== toolbar.dataset.selected) return;
+    const status = document.getElementById("turn-status");
+    if (e.detail.type === "turn.started" && status) status.textContent = "Evaluating: compiling, checking and timing on a GPU worker…";
+    if (e.detail.type === "turn.finished") {
+      if (status) status.textContent = `Finished: ${p.verdict || "done"}. Loading the result…`;
+      reloadPanel();
+    }
+  });
+  setInterval(() => { if (pendingToolbar() && !document.hidden) reloadPanel(); }, 5000);
 
   document.addEventListener("keydown", (e) => {
     if (e.target.closest("input, textarea, select, .cm-editor") || e.metaKey || e.ctrlKey || e.altKey) return;

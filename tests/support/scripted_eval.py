@@ -1,7 +1,7 @@
 """A stand-in for the evaluation engine where there is no GPU.
 
 `ScriptedEvaluator` reads the verdict a test wrote into each candidate (`// outcome: ok 1.8`,
-`// outcome: incorrect`, `// outcome: compile_error`) and returns the Evaluation the engine would
+`// outcome: incorrect`, `// outcome: compile_error [line]`) and returns the Evaluation the engine would
 return. The pipeline tests use it in-process; `tests/support/simulated_gpu.py` puts it under a real
 Celery worker.
 """
@@ -61,8 +61,10 @@ class ScriptedEvaluator:
         self.calls.append((code, flags))
         verdict, *rest = re.search(r"// outcome: (.*)", code).group(1).split()
         compile_ok = verdict != "compile_error"
+        # `// outcome: compile_error 7` puts the error on line 7 (default 3), as nvcc writes it
+        line = rest[0] if not compile_ok and rest else "3"
         compiled = CompileResult(role="candidate", ok=compile_ok, command=flags or "nvcc",
-                                 log="" if compile_ok else "kernel.cu(3): error: identifier \"x\" is undefined")
+                                 log="" if compile_ok else f"kernel.cu({line}): error: identifier \"x\" is undefined")
         if verdict == "ok":
             score = float(rest[0])
             return Evaluation(task=spec.name, precision=precision, verdict=Verdict.OK, sizes=self.sizes(score),

@@ -137,8 +137,8 @@ def test_launch_watch_live_navigate_diff_share_and_submit_a_manual_turn(page, st
     page.wait_for_selector("#timeline .turn.selected[data-label='1.1']")
     # diff modes
     page.click(".diff-modes a[data-against='parent']")
-    page.wait_for_selector("#diff[data-against='parent']")
-    assert page.locator("#diff tr.replace, #diff tr.insert, #diff tr.delete").count() > 0
+    page.wait_for_selector("#diff[data-against='parent'] .cm-mergeView")  # the merge view (test_code_view_browser.py)
+    assert page.locator("#diff .cm-merge-b .cm-changedLine").count() > 0
     page.click(".diff-modes a[data-against='baseline']")
     page.wait_for_selector("#diff[data-against='baseline']")
 
@@ -149,14 +149,17 @@ def test_launch_watch_live_navigate_diff_share_and_submit_a_manual_turn(page, st
     anonymous = browser.new_context()
     shared = anonymous.new_page()
     response = shared.goto(share_url)
-    assert response.status == 200 and "vadd_optimized" in shared.content()
+    assert response.status == 200
+    # the share page's code view (a merge view: read its document, collapsed regions are not in the page text)
+    shared.wait_for_selector(".sc-diff-view .cm-mergeView")
+    assert "vadd_optimized" in shared.evaluate("document.querySelector('.sc-diff-view').kwMerge.b.state.doc.toString()")
     assert shared.goto(f"{stack.url}/runs/{run_id}/").status == 404  # the run itself stays private
     anonymous.close()
 
     # a manual turn from the editor, evaluated like any turn and shown live
     page.goto(f"{stack.url}/runs/{run_id}/?turn=1.1")
     page.click(".tab-bar a[data-tab='edit']")
-    editor = page.locator("#tab-edit .cm-content")
+    editor = page.locator("#tab-edit .manual-main .cm-content")  # the baseline beside it is read-only
     editor.click()
     page.keyboard.press("Control+Home")
     page.keyboard.type("// outcome: ok 2.5\n")
@@ -180,7 +183,9 @@ def test_screenshots_of_viewer_catalog_and_showcase(page, stack, shots):
                         "WHERE t.operator='scale_bias_leaky_relu' AND r.origin LIKE 'import:%'")[0][0]
     page.goto(f"{stack.url}/runs/{fused}/?turn=1.1")
     page.wait_for_selector(".turn-toolbar[data-selected='1.1']")
-    assert "load_inline" in page.locator("#diff").inner_text()  # the KernelBench file, side by side
+    page.wait_for_selector("#diff .cm-mergeView")
+    # the KernelBench file, side by side (read from the editor: a collapsed region is not in the page's text)
+    assert "load_inline" in page.evaluate("document.getElementById('diff').kwMerge.b.state.doc.toString()")
     page.screenshot(path=str(shots / "viewer-kernelbench.png"), full_page=True)
     page.goto(f"{stack.url}/tasks/")
     page.screenshot(path=str(shots / "catalog.png"), full_page=True)

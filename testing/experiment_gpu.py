@@ -14,7 +14,7 @@ import os
 import time
 
 from apps.fleet import heartbeat
-from apps.runs import execution
+from apps.runs import execution, jobs
 from testing.experiment_outcomes import ExpectedOutcomes
 from worker.agents.pipeline import Pipeline
 from worker.engine import toolchain
@@ -61,5 +61,5 @@ class _SimulatedPipeline(Pipeline):
 
 
 SimulatedToolchain = type("SimulatedToolchain", (), {"detect": staticmethod(_detect)})
-execution.toolchain = heartbeat.toolchain = SimulatedToolchain
+jobs.toolchain = heartbeat.toolchain = SimulatedToolchain
 execution.Pipeline = _SimulatedPipeline

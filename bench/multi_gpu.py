@@ -112,6 +112,8 @@ def one_pass(args, gpus: int, *, kill: bool, clock: Clock, out: Path) -> dict:
     var = Path(tempfile.mkdtemp(prefix=f"kw-multigpu-{gpus}-"))
     holds = var / "gpu-holds.jsonl"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # The scripted LLM listens on loopback, which endpoints may only use when allowed (apps/llm/ssrf.py).
+    env.update(LLM_ENDPOINT_ALLOWED_HOSTS="127.0.0.1")
     env.update(KERNELWEB_VAR_DIR=str(var), PYTHONUNBUFFERED="1", DJANGO_SUPERUSER_PASSWORD="multigpu-pass-123",
                KW_TIMING_CACHE=str(var / "baseline-times"), KW_LOCK_DIR=str(var / "locks"),
                KW_GPU_LOCK_LOG=str(holds), RECONCILE_INTERVAL_SECONDS="5", WORKER_HEARTBEAT_SECONDS="2",

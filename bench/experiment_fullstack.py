@@ -325,6 +325,8 @@ def main() -> int:
     prices = var / "prices.json"
     prices.write_text(json.dumps({"scripted": {"input": args.price_in, "output": args.price_out}}))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # The scripted LLM listens on loopback, which endpoints may only use when allowed (apps/llm/ssrf.py).
+    env.update(LLM_ENDPOINT_ALLOWED_HOSTS="127.0.0.1")
     env.update(KERNELWEB_VAR_DIR=str(var), PYTHONUNBUFFERED="1", EVENT_POLL_SECONDS="0.5", LLM_PRICES_FILE=str(prices),
                DJANGO_SUPERUSER_PASSWORD="experiment-pass-123", KW_TIMING_CACHE=str(var / "baseline-times"),
                KW_LOCK_DIR=str(var / "locks"))

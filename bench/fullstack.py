@@ -72,6 +72,8 @@ def main() -> int:
     args = parser.parse_args()
     var = Path(tempfile.mkdtemp(prefix="kw-fullstack-"))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # The scripted LLM listens on loopback, which endpoints may only use when allowed (apps/llm/ssrf.py).
+    env.update(LLM_ENDPOINT_ALLOWED_HOSTS="127.0.0.1")
     env.update(KERNELWEB_VAR_DIR=str(var), PYTHONUNBUFFERED="1", EVENT_POLL_SECONDS="0.5",
                DJANGO_SUPERUSER_PASSWORD="fullstack-pass-123")
     python = [sys.executable, "manage.py"]

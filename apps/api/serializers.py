@@ -103,8 +103,9 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", "task", "task_slug", "owner", "is_public", "status", "config", "created_at", "started_at",
-                  "finished_at", "queue", "worker_host", "gpu_name", "error", "best_turn", "best_score", "tokens_in",
-                  "tokens_out", "cost_usd", "wall_time_s", "gpu_time_s", "origin", "last_seq", "waiting"]
+                  "finished_at", "queue", "worker_host", "worker_name", "gpu_name", "gpu_index", "gpu_uuid", "error",
+                  "best_turn", "best_score", "tokens_in", "tokens_out", "cost_usd", "wall_time_s", "gpu_time_s",
+                  "origin", "last_seq", "waiting"]
 
     def get_waiting(self, run: Run) -> str:
         if run.status != RunStatus.QUEUED:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.db.models.functions import Now
+from django.utils import timezone
 from django.utils.timesince import timesince
 
 from apps.fleet.models import Worker
@@ -37,6 +38,7 @@ class WorkerRow:
     alive: bool
     current_run: Run | None  # None when idle, or when the viewer may not see the run
     busy: bool  # has a run, visible or not
+    runs_24h: int = 0  # runs this worker claimed in the last 24 hours (Run.worker_name), visible or not
 
     @property
     def gpu_label(self) -> str:
@@ -49,8 +51,11 @@ def worker_rows(user) -> list[WorkerRow]:
                                                               w.gpu_index or 0, w.name))
     run_ids = {w.current_run_id for w in workers if w.current_run_id}
     visible = {run.pk: run for run in runs_visible_to(user).filter(pk__in=run_ids)} if run_ids else {}
+    since = timezone.now() - timedelta(hours=24)
+    served = dict(Run.objects.filter(worker_name__in=[w.name for w in workers], started_at__gte=since)
+                  .values("worker_name").annotate(n=Count("pk")).values_list("worker_name", "n"))
     return [WorkerRow(worker=w, alive=bool(w.alive), current_run=visible.get(w.current_run_id),
-                      busy=bool(w.alive and w.current_run_id)) for w in workers]
+                      busy=bool(w.alive and w.current_run_id), runs_24h=served.get(w.name, 0)) for w in workers]
 
 
 @dataclass(frozen=True)

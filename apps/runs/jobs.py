@@ -59,17 +59,28 @@ def _message_id() -> str:
     return str(getattr(request, "id", "") or "")
 
 
-def _claim(run_id: int, host: str, gpu_name: str) -> bool:
+def _node_name() -> str:
+    """The Celery node name of this worker (e.g. gpu1@host; "" outside a task)."""
+    request = getattr(current_task, "request", None)
+    return str(getattr(request, "hostname", "") or "")
+
+
+def _claim(run_id: int, host: str, gpu) -> bool:
     """Idempotent: of several messages for one run (a redelivery, or a re-send by the reconciler,
     apps/runs/reconcile.py), the first claims it; a redelivery of that same message takes it over
-    (its worker was lost); any other message finds it taken or finished and does nothing."""
+    (its worker was lost); any other message finds it taken or finished and does nothing. The run records
+    which worker and which GPU (nvidia-smi index and UUID) took it, so a multi-GPU host's pinning can be
+    checked per run."""
     message = _message_id()
-    if run_claim(run_id, worker_host=host, gpu_name=gpu_name, message=message):
+    gpu_name = gpu.name if gpu else ""
+    where = {"worker_name": _node_name(), "gpu_index": gpu.index if gpu else None,
+             "gpu_uuid": gpu.uuid if gpu else ""}
+    if run_claim(run_id, worker_host=host, gpu_name=gpu_name, message=message, **where):
         return True
     status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
     if status == RunStatus.RUNNING:
         try:
-            if run_reclaim(run_id, worker_host=host, gpu_name=gpu_name, message=message):
+            if run_reclaim(run_id, worker_host=host, gpu_name=gpu_name, message=message, **where):
                 return True  # redelivered after its worker was lost
         except DuplicateDelivery as exc:
             logger.info("%s; dropped", exc)
@@ -103,9 +114,11 @@ def job_start(run_id: int, *, claim: bool = True, fail: Fail | None = None) -> J
     gpu = chain.gpu
     host = socket.gethostname()
     if claim:
-        if not _claim(run_id, host, gpu.name if gpu else ""):
+        if not _claim(run_id, host, gpu):
             return None
-        event_append(run_id, "worker.info", {"host": host, "gpu": gpu.name if gpu else None, **chain.describe()})
+        event_append(run_id, "worker.info", {"host": host, "node": _node_name(), "gpu": gpu.name if gpu else None,
+                                             "gpu_index": gpu.index if gpu else None,
+                                             "gpu_uuid": gpu.uuid if gpu else "", **chain.describe()})
     if gpu is None:
         fail(f"No NVIDIA GPU on worker host {host} ({chain.gpu_reason}): runs need one to time and profile "
              "kernels. Start a Celery worker on a GPU host (README.md, 'Deployment', step 4: GPU hosts) and launch "

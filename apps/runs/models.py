@@ -67,7 +67,10 @@ class Run(models.Model):
     task_revision = models.CharField(max_length=64, blank=True,
                                      help_text="The task folder's revision at launch; the worker refuses another.")
     worker_host = models.CharField(max_length=200, blank=True)
+    worker_name = models.CharField(max_length=200, blank=True, help_text="Celery node name, e.g. gpu1@host.")
     gpu_name = models.CharField(max_length=200, blank=True)
+    gpu_index = models.PositiveSmallIntegerField(null=True, blank=True, help_text="As nvidia-smi numbers it.")
+    gpu_uuid = models.CharField(max_length=100, blank=True)
     error = models.TextField(blank=True)
 
     # Outcome and totals

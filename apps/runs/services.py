@@ -124,18 +124,19 @@ def run_transition(run_id: int, target: str, *, error: str = "", **fields) -> bo
 MAX_ATTEMPTS = 2  # a run whose worker dies is started once more, then failed
 
 
-def run_claim(run_id: int, *, worker_host: str, gpu_name: str = "", message: str = "") -> bool:
+def run_claim(run_id: int, *, worker_host: str, gpu_name: str = "", message: str = "", **where) -> bool:
     """Claim a queued run for this worker; exactly one of several racing claims wins. `message` is the
-    Celery message id that carried the claim: only a redelivery of it may take the run over later."""
+    Celery message id that carried the claim: only a redelivery of it may take the run over later.
+    `where`: the worker's node name and GPU (worker_name, gpu_index, gpu_uuid), recorded with the run."""
     return run_transition(run_id, RunStatus.RUNNING, worker_host=worker_host, gpu_name=gpu_name,
-                          attempts=F("attempts") + 1, claim_message=message)
+                          attempts=F("attempts") + 1, claim_message=message, **where)
 
 
 class DuplicateDelivery(Exception):
     """A second message for a run that another message is running (the reconciler re-sent it)."""
 
 
-def run_reclaim(run_id: int, *, worker_host: str, gpu_name: str = "", message: str = "") -> bool:
+def run_reclaim(run_id: int, *, worker_host: str, gpu_name: str = "", message: str = "", **where) -> bool:
     """Take over a run whose message came back while it was `running`: its worker was lost.
 
     The broker only redelivers an unacknowledged message when the worker holding it died (late
@@ -150,7 +151,7 @@ def run_reclaim(run_id: int, *, worker_host: str, gpu_name: str = "", message: s
         if message and claimed_by and message != claimed_by:
             raise DuplicateDelivery(f"run {run_id} is running under message {claimed_by}; {message} is a duplicate")
         taken = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts__lt=MAX_ATTEMPTS).update(
-            attempts=F("attempts") + 1, worker_host=worker_host, gpu_name=gpu_name
+            attempts=F("attempts") + 1, worker_host=worker_host, gpu_name=gpu_name, **where
         ) == 1
         if taken:
             event_append(run_id, "run.requeued", {"lost_worker": previous, "worker": worker_host})

@@ -19,9 +19,11 @@ from worker.agents.pipeline import Pipeline
 from worker.engine import toolchain
 from worker.engine.gpu import GpuInfo
 
-# KW_SIMULATED_GPU names the model, so that fleet tests can run workers of different models on one host.
-SIMULATED = GpuInfo(index=0, name=os.environ.get("KW_SIMULATED_GPU", "Simulated GPU (tests)"), uuid="GPU-simulated",
-                    compute_capability="9.0", memory_mib=81559, driver="simulated")
+# KW_SIMULATED_GPU names the model and KW_SIMULATED_GPU_INDEX the device, so that fleet tests can run workers
+# of different GPUs on one host.
+_INDEX = int(os.environ.get("KW_SIMULATED_GPU_INDEX", "0"))
+SIMULATED = GpuInfo(index=_INDEX, name=os.environ.get("KW_SIMULATED_GPU", "Simulated GPU (tests)"),
+                    uuid=f"GPU-simulated-{_INDEX}", compute_capability="9.0", memory_mib=81559, driver="simulated")
 
 
 def _detect() -> toolchain.Toolchain:

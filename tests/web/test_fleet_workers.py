@@ -49,17 +49,17 @@ def stack(tmp_path_factory):
         stack.manage("shell", "-c", "from apps.llm.models import LLMEndpoint; "
                      f"LLMEndpoint.objects.create(name='scripted', base_url='{llm.base_url}')")
         stack.start(worker=False)
-        start_worker(stack, "h100", "gpu0", "gpu.h100,gpu", H100, pool="prefork")
-        start_worker(stack, "a100", "gpu1", "gpu.a100,gpu", A100, pool="solo")
+        start_worker(stack, "h100", "gpu0", "gpu.h100,gpu", H100, pool="prefork", index=0)
+        start_worker(stack, "a100", "gpu1", "gpu.a100,gpu", A100, pool="solo", index=1)
         yield stack
         stack.stop()
         redis.Redis.from_url(REDIS_URL).flushdb()
 
 
-def start_worker(stack, log: str, node: str, queues: str, gpu: str, pool: str) -> None:
+def start_worker(stack, log: str, node: str, queues: str, gpu: str, pool: str, index: int) -> None:
     stack._spawn(log, [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", queues, "-n", f"{node}@%h",
                        "--pool", pool, "--concurrency", "1", "--include", "tests.support.simulated_gpu",
-                       "--loglevel", "INFO"], KW_SIMULATED_GPU=gpu)
+                       "--loglevel", "INFO"], KW_SIMULATED_GPU=gpu, KW_SIMULATED_GPU_INDEX=str(index))
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +136,14 @@ def test_runs_for_h100_go_to_the_h100_worker_only_while_the_a100_worker_idles(st
     other = launch(stack, browser, "gpu.a100")
     wait("the A100 run", lambda: run_row(stack, other)[0] == "succeeded", stack)
     assert run_row(stack, other)[2] == A100
+    # Each run records the worker and the GPU (index, UUID) that ran it; the fleet page counts them.
+    where = "SELECT worker_name, gpu_index, gpu_uuid FROM runs_run WHERE id=?"
+    assert stack.query(where, first)[0] == (h100, 0, "GPU-simulated-0")
+    assert stack.query(where, other)[0] == (f"gpu1@{HOST}", 1, "GPU-simulated-1")
+    page = browser.get("/workers/").read().decode()
+    assert re.search(rf"<code>{re.escape(h100)}</code>.*?<td class=\"num\">2</td>", page, re.S), page
+    viewer = browser.get(f"/runs/{other}/").read().decode()
+    assert f'title="GPU-simulated-1">GPU 1 · gpu1@{HOST}</small>' in viewer
 
 
 def test_a_run_for_a_model_nobody_serves_waits_with_a_clear_status(stack, browser):
@@ -157,7 +165,7 @@ def test_a_killed_worker_is_dead_after_missed_beats_and_its_queued_run_runs_when
     assert re.search(rf"waiting: no live worker for queue gpu\.a100 \(last seen [^)]* ago: {re.escape(a100)}\)", page)
     assert 'class="badge dead">dead<' in browser.get("/workers/").read().decode()
 
-    start_worker(stack, "a100-again", "gpu1", "gpu.a100,gpu", A100, pool="solo")
+    start_worker(stack, "a100-again", "gpu1", "gpu.a100,gpu", A100, pool="solo", index=1)
     wait("the queued run to be taken by the new A100 worker",
          lambda: run_row(stack, run_id)[0] == "succeeded", stack)
     assert run_row(stack, run_id)[2] == A100 and api_workers(browser)[a100]["state"] == "alive"

@@ -62,6 +62,15 @@ def test_a_run_whose_task_is_unchanged_starts(vector_add, user, gpu_present):
     assert run.status == RunStatus.RUNNING and run.error == ""
 
 
+def test_a_started_run_records_which_gpu_ran_it(vector_add, user, gpu_present):
+    run = run_create(owner=user, task=vector_add, config=RunConfig(model="m"), dispatch=False)
+    job_start(run.pk)
+    run.refresh_from_db()
+    assert (run.gpu_name, run.gpu_index, run.gpu_uuid) == ("Pretended GPU (tests)", 0, "GPU-pretended")
+    info = run.events.get(type="worker.info").payload
+    assert (info["gpu_index"], info["gpu_uuid"]) == (0, "GPU-pretended")
+
+
 def test_a_run_whose_task_changed_after_launch_fails_and_says_so(vector_add, tasks_dir, user, gpu_present):
     run = run_create(owner=user, task=vector_add, config=RunConfig(model="m"), dispatch=False)
     folder = tasks_dir / "mskernelbench" / "vector_add"

@@ -5,11 +5,16 @@ on the GPU disturbs a timing in progress; compiles and LLM calls never do.
 The lock is per GPU UUID (or index), so workers pinned to different GPUs of
 one host do not wait for each other. The kernel releases an flock when its
 holder dies, so a crashed worker cannot wedge the GPU.
+
+With KW_GPU_LOCK_LOG set to a file, every hold is appended to it on release as one JSON line
+{"key", "pid", "start", "end"} (wall-clock seconds): bench/multi_gpu.py reads it to show that no two
+timings ever overlapped on one GPU.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -45,6 +50,7 @@ def gpu_lock(
                     raise GpuLockTimeout(f"waited {timeout_s:.0f} s for {path}") from None
                 time.sleep(poll_s)
         waited = time.monotonic() - start
+        held_from = time.time()
         try:
             fh.seek(0)
             fh.truncate()
@@ -52,4 +58,17 @@ def gpu_lock(
             fh.flush()
             yield waited
         finally:
+            _log_hold(key, held_from, time.time())  # before the release: a hold is logged while it is still exclusive
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _log_hold(key: str, start: float, end: float) -> None:
+    path = os.environ.get("KW_GPU_LOCK_LOG")
+    if not path:
+        return
+    line = json.dumps({"key": key, "pid": os.getpid(), "start": start, "end": end}) + "\n"
+    try:
+        with open(path, "a", encoding="utf-8") as log:  # O_APPEND: concurrent writers never interleave a line
+            log.write(line)
+    except OSError:
+        pass  # a diagnostics file must never fail a GPU job

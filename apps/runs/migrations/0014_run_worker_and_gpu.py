@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0011_turn_dispatch_pending'),
+        ('runs', '0013_agentcall_reasoning_and_budget'),
     ]
 
     operations = [

@@ -36,11 +36,12 @@ migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
 # The dev worker also runs Celery beat (-B): the delivery reconciler (apps/runs/reconcile.py) every minute.
-# .cuda-libs/.ready: cuobjdump and nvdisasm where the toolkit lacks them, for the viewer's PTX/SASS tab.
+# .cuda-libs/.ready: cuobjdump and nvdisasm where the toolkit lacks them, for the viewer's PTX/SASS tab; the demo
+# runs' listings are compiled on first start (import_trajectory --assembly: compile only, under a minute).
 run: migrate static/dist/.built .cuda-libs/.ready
 	$(BIN)/python manage.py sync_tasks
 	$(BIN)/python manage.py ensure_admin
-	$(BIN)/python manage.py import_trajectory demo/trajectories/*.json --public --skip-existing
+	$(BIN)/python manage.py import_trajectory demo/trajectories/*.json --public --skip-existing --assembly
 	@for d in demo/experiments/*/; do $(BIN)/python manage.py import_experiment "$$d" --public --skip-existing || exit 1; done
 	@echo ""
 	@echo "  KernelWeb is starting at http://$(HOST):$(PORT)/  (Ctrl-C stops the web server and the worker)"

@@ -106,12 +106,13 @@ LIBC_ALLOWED = frozenset(
         "__cxa_guard_abort __gxx_personality_v0 _Unwind_Resume __cxa_begin_catch __cxa_end_catch "
         "__cxa_rethrow __cxa_allocate_exception __cxa_free_exception __cxa_throw __cxa_pure_virtual "
         "__cxa_deleted_virtual __cxa_throw_bad_array_new_length __cxa_bad_cast __cxa_bad_typeid "
-        "__cxa_get_exception_ptr __cxa_call_unexpected __popcountdi2 __udivti3 __divti3 __umodti3 __modti3 "
+        "__cxa_atexit __cxa_get_exception_ptr __cxa_call_unexpected __popcountdi2 __udivti3 __divti3 __umodti3 "
+        "__modti3 "
         "_GLOBAL_OFFSET_TABLE_"
     ).split()
 )
 # Allowed only from the functions the compilers generate for module registration and static init/teardown.
-RESTRICTED = {"atexit": "registers an exit handler", "__cxa_atexit": "registers an exit handler"}
+RESTRICTED = {"atexit": "registers an exit handler"}
 # Ends the process on the candidate's terms. nvcc itself emits `exit(1)` as the host-side body of every
 # __device__ function (host code can never call one), so exit is allowed from exactly those.
 PROCESS_EXIT = ("exit", "_exit", "_Exit", "abort", "quick_exit")
@@ -129,6 +130,13 @@ _CXX_ALLOWED = re.compile(
     r"_ZSt20__throw_length_error|_ZSt17__throw_bad_alloc|_ZSt28__throw_bad_array_new_length|"
     r"_ZSt24__throw_out_of_range_fmt|_ZSt18_Rb_tree_\w+|_ZSt29_Rb_tree_insert_and_rebalance|"
     r"_ZNSt8__detail15_List_node_base|_ZdlPv|_ZNKSt7__cxx1112basic_string)"
+)
+# The rest of the C++ standard library is allowed (containers, strings, iostream to stdout/stderr), except
+# what reaches files, threads, clocks or the environment (judged on the demangled name).
+_STD = re.compile(r"^_Z(N|NK)?St")
+_STD_DENIED = re.compile(
+    r"std::(__fs::)?filesystem|std::(thread|jthread|this_thread)\b|std::chrono|basic_(i|o)?fstream|basic_filebuf"
+    r"|__basic_file|std::system|std::getenv|std::random_device"
 )
 # Names whose definition by a candidate would interpose the C++ runtime.
 _CXX_RESERVED = re.compile(
@@ -150,7 +158,7 @@ _HOST_INSNS = {
     "rdtscp": "reads the time-stamp counter (timing belongs to the harness)",
     "rdpmc": "reads a performance counter",
 }
-_DEVICE_TIMERS = re.compile(r"\bSR_(GLOBALTIMER\w*|CLOCK\w*)\b")
+_DEVICE_TIMERS = re.compile(r"\b(SR_(?:GLOBALTIMER|CLOCK)\w*)\b")
 
 FALLBACK_LIBC_NAMES = frozenset(
     "main malloc free calloc realloc clock_gettime gettimeofday time clock open fopen read write close "
@@ -292,8 +300,11 @@ def system_library_names() -> frozenset[str]:
 # ---------------------------------------------------------------------------------------------- judging
 
 
-def _import_problem(name: str, policy: ObjectPolicy) -> str:
-    """'' when the host object may import `name`, else why not."""
+def _import_problem(name: str, policy: ObjectPolicy, shown: str = "") -> str:
+    """'' when the host object may import `name` (`shown`: demangled), else why not."""
+    if _STD.match(name):
+        return "is a C++ library facility for files, threads, clocks or the environment" if _STD_DENIED.search(
+            shown or name) else ""
     if _NVCC_HELPERS.match(name) or name in LIBM or name in LIBC_ALLOWED or _CXX_ALLOWED.match(name):
         return ""
     if name in PROCESS_EXIT:
@@ -374,7 +385,7 @@ def check_object(obj: Path | str, policy: ObjectPolicy, source: str = "") -> Obj
         out.append(Violation(rule, line, f"{show(name)} {message}{where}{hidden}"))
 
     for name in symbols.undefined:
-        problem = _import_problem(name, policy)
+        problem = _import_problem(name, policy, show(name))
         if problem and name == "exit":
             users = used_in(name)
             stray = [s for s, f, n in symbols.references if n == name and not f]
@@ -386,7 +397,7 @@ def check_object(obj: Path | str, policy: ObjectPolicy, source: str = "") -> Obj
         elif name in RESTRICTED:
             bad = [(s, f) for s, f, n in symbols.references if n == name and not _GENERATED_INIT.search(f)]
             if bad:
-                funcs = [f for _s, f in bad if f]
+                funcs = list(dict.fromkeys(f for _s, f in bad if f))
                 add("object-import", name, f"{RESTRICTED[name]}; only the compiler's own module "
                     "initialisation may", funcs or [f"a reference from {bad[0][0]}"])
     entries = 0

@@ -504,5 +504,6 @@ def link_failure(log: str, checked: objcheck.ObjectReport | None, source: str) -
                         "rename it or make it static"), True
             return (f"the candidate uses {name}{at} but nothing defines it (declared without a definition, or "
                     "a name the harness does not export)"), True
-    first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower() or "undefined" in ln), "")
+    m = _LINK_SYMBOL.search(log)
+    first = m.group(0) if m else next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), "")
     return f"the link failed outside the candidate's symbols (a task/harness problem): {first}", False

@@ -19,10 +19,10 @@ committed or vendored here) and
       precision: operator | their verdict | KernelWeb verdict (+ reason) | their P | KernelWeb P |
       ratio, with JSON and CSV copies in the output folder.
 
-Compiling runs in parallel (--jobs); --skip-theirs leaves their harness out (with --compile-only: KernelWeb's
-static checks and build only, the quickest check of what KernelWeb accepts); --compile-only builds the benchmark's binaries (and runs the
+Compiling runs in parallel (--jobs); --compile-only builds the benchmark's binaries (and runs the
 KernelWeb static checks and build with `eval --compile-only`) without a GPU, into --build-dir, so
-that a GPU machine can reuse them. Runs on the GPU are sequential (they are timed).
+that a GPU machine can reuse them; --skip-theirs leaves their harness out (with --compile-only: only
+KernelWeb's static checks and build, the quickest check of what KernelWeb accepts). Runs on the GPU are sequential (they are timed).
 
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --jobs 8 --compile-only
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --build-dir /tmp/agreement/build

@@ -22,7 +22,8 @@ committed or vendored here) and
 Compiling runs in parallel (--jobs); --compile-only builds the benchmark's binaries (and runs the
 KernelWeb static checks and build with `eval --compile-only`) without a GPU, into --build-dir, so
 that a GPU machine can reuse them; --skip-theirs leaves their harness out (with --compile-only: only
-KernelWeb's static checks and build, the quickest check of what KernelWeb accepts). Runs on the GPU are sequential (they are timed).
+KernelWeb's static checks and build, the quickest check of what KernelWeb accepts).
+Runs on the GPU are sequential (they are timed).
 
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --jobs 8 --compile-only
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --build-dir /tmp/agreement/build

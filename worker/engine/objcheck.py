@@ -176,6 +176,7 @@ class ObjectPolicy:
     entry: str = ""  # the extern "C" function the harness calls: must be defined, once, unmangled
     reserved: frozenset[str] = frozenset()  # global symbols other objects of the link define (harness, baseline)
     baseline: frozenset[str] = frozenset()  # of those, the baseline's: importing one means calling the baseline
+    also_allowed: frozenset[str] = frozenset()  # further imports a format's rules allow (signals, threads)
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,9 @@ def _import_problem(name: str, policy: ObjectPolicy, shown: str = "") -> str:
     if _STD.match(name):
         return "is a C++ library facility for files, threads, clocks or the environment" if _STD_DENIED.search(
             shown or name) else ""
-    if _NVCC_HELPERS.match(name) or name in LIBM or name in LIBC_ALLOWED or _CXX_ALLOWED.match(name):
+    if _NVCC_HELPERS.match(name) or _CXX_ALLOWED.match(name) or name in LIBM or name in LIBC_ALLOWED:
+        return ""
+    if name in policy.also_allowed:
         return ""
     if name in PROCESS_EXIT:
         return "" if policy.allow_process_exit else "ends the process from the candidate's code"

@@ -328,6 +328,9 @@ def _import_problem(name: str, policy: ObjectPolicy, shown: str = "") -> str:
         return "is the CUDA driver API; the harness owns the context and the device"
     if name in RESTRICTED:
         return ""  # judged by where it is used
+    if name.startswith("_Z"):
+        return ("is declared but defined nowhere in the candidate (a function of another file, e.g. the "
+                "benchmark's own; the candidate must be one self-contained file)")
     return ("is neither defined by the candidate nor an allowed runtime function (allowed: the CUDA runtime, "
             "libm, memory and string helpers, output to stdout/stderr, the C++ runtime basics)")
 

@@ -171,7 +171,8 @@ FALLBACK_LIBC_NAMES = frozenset(
 class ObjectPolicy:
     """What a candidate's host object may import and define, beyond the fixed tables above."""
 
-    libraries: tuple[str, ...] = ()  # CUDA libraries the task allows (their API prefixes may be imported)
+    libraries: tuple[str, ...] = ()  # CUDA libraries the task allows (their API prefixes may be imported; "cub":
+    # CUB's device-wide algorithms, which call cudaSetDevice to switch to the current device)
     allow_process_exit: bool = False  # exit/abort (the make format's solutions use them in error checks)
     entry: str = ""  # the extern "C" function the harness calls: must be defined, once, unmangled
     reserved: frozenset[str] = frozenset()  # global symbols other objects of the link define (harness, baseline)
@@ -314,6 +315,8 @@ def _import_problem(name: str, policy: ObjectPolicy, shown: str = "") -> str:
         return "" if policy.allow_process_exit else "ends the process from the candidate's code"
     if name in policy.baseline or _plain(name) in {_plain(b) for b in policy.baseline}:
         return "is the baseline's: the candidate may not use the baseline"
+    if name == "cudaSetDevice" and "cub" in policy.libraries:
+        return ""  # CUB's device-wide algorithms switch to the current device; a task allowing CUB allows them
     if name in CUDA_REFUSED:
         return f"{CUDA_REFUSED[name]}; the harness owns the device and the profiler"
     if name in CUDA_TIMING:

@@ -281,12 +281,14 @@ def build(
     cache_dir: Path | str | None = None,
     timeout_s: float = COMPILE_TIMEOUT_S,
     trusted_libraries: tuple[str, ...] = (),
+    trusted: bool = False,
 ) -> BuildResult:
     """Compile and link the harness for (spec, precision), with the candidate when one is given.
 
     `proposed_flags` is the Compiler agent's command line; it goes through the whitelist,
     and a rejected proposal is replaced by the default flags (the reason is in `.flags`).
-    `trusted_libraries` are linked without the whitelist: only for a task's own library reference.
+    `trusted_libraries` are linked without the whitelist: only for a task's own library reference, which
+    is also `trusted`: its object is not checked (worker.engine.objcheck), every candidate's is.
     """
     start = time.monotonic()
     if not toolchain.nvcc:
@@ -410,8 +412,9 @@ def build(
         )
 
     checked: objcheck.ObjectReport | None = None
-    if candidate is not None and not trusted_libraries:
-        checked = check_candidate_object(spec, precision, work, candidate_source or "", libraries)
+    if candidate is not None and not trusted and not trusted_libraries:
+        checked = check_candidate_object(spec, precision, work, candidate_source or "",
+                                         (*libraries, *spec.allowed_libraries))
         if checked.note:
             notes.append(checked.note)
         if not checked.ok:

@@ -37,6 +37,7 @@ class _Context(EvalContext):
         super().__init__(spec, precision, options, chain, work_dir, progress)
         self.exe = ""  # the linked harness, once built
         self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
+        self.trusted = False  # the task's own library reference: no static checks, no object check
 
     def sizes(self) -> list[SizeResult]:
         return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
@@ -93,6 +94,7 @@ def evaluate_reference(
         return ctx.base(verdict=Verdict.REJECTED, kind="reference",
                         reason=f"{spec.name} has no library reference for {precision} (no reference.toml entry)")
     ctx.trusted_libraries = spec.reference.libraries
+    ctx.trusted = True
     return guarded(ctx, "reference", lambda: replace(
         _evaluate(ctx, source.read_text(encoding="utf-8"), None, compile_only, trusted=True), kind="reference"))
 
@@ -150,6 +152,7 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
             cache_dir=o.build_cache,
             timeout_s=o.compile_timeout_s,
             trusted_libraries=ctx.trusted_libraries,
+            trusted=ctx.trusted,
         )
     if built.ok:
         if built.cache_hits:

@@ -21,7 +21,9 @@ committed or vendored here) and
 
 Compiling runs in parallel (--jobs); --compile-only builds the benchmark's binaries (and runs the
 KernelWeb static checks and build with `eval --compile-only`) without a GPU, into --build-dir, so
-that a GPU machine can reuse them. Runs on the GPU are sequential (they are timed).
+that a GPU machine can reuse them; --skip-theirs leaves their harness out (with --compile-only: only
+KernelWeb's static checks and build, the quickest check of what KernelWeb accepts).
+Runs on the GPU are sequential (they are timed).
 
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --jobs 8 --compile-only
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --build-dir /tmp/agreement/build
@@ -458,8 +460,9 @@ class Agreement:
         self.out.mkdir(parents=True, exist_ok=True)
         for item in self.items:
             self.prepare(item)
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            list(pool.map(self.compile_theirs, self.items))
+        if not args.skip_theirs:
+            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+                list(pool.map(self.compile_theirs, self.items))
         if not args.skip_kernelweb:
             if args.compile_only:  # builds only: in parallel too
                 with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -469,7 +472,7 @@ class Agreement:
                     self.kernelweb(item, False)
             for item in self.items:
                 self.combine(item)
-        if not args.compile_only:
+        if not args.compile_only and not args.skip_theirs:
             for item in self.items:
                 self.run_theirs(item)
                 self.combine(item)
@@ -537,6 +540,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--compile-only", action="store_true",
                     help="build only (no GPU): their binaries, and KernelWeb's eval --compile-only")
     ap.add_argument("--skip-kernelweb", action="store_true", help="only their harness")
+    ap.add_argument("--skip-theirs", action="store_true",
+                    help="only KernelWeb (static checks, build; with --compile-only no GPU is needed)")
     ap.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--nvcc-flags", default=DEFAULT_FLAGS, help=f"flags for their harness (default {DEFAULT_FLAGS!r})")

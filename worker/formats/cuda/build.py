@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from worker.engine import assembly, sandbox
+from worker.engine import assembly, objcheck, sandbox
 from worker.engine.context import HARNESS_DIR, REPO_ROOT  # noqa: F401  (REPO_ROOT: worker.cli reads it here)
 from worker.engine.results import CompileResult, KernelResources
 from worker.engine.toolchain import Toolchain
@@ -54,6 +54,13 @@ class BuildResult:
     arch: str = ""
     key: str = ""  # hash of the linked executable's inputs
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # What the object check refused in the candidate's host object (worker.engine.objcheck): the build
+    # stops before the link, and the evaluation is REJECTED with these messages.
+    refused: tuple[str, ...] = ()
+    # Why the link failed, with the party at fault: the candidate when a symbol in the error is one it
+    # defines or imports, else the task/harness.
+    link_blame: str = ""
+    candidate_at_fault: bool = True
 
     @property
     def failure(self) -> CompileResult | None:
@@ -274,12 +281,14 @@ def build(
     cache_dir: Path | str | None = None,
     timeout_s: float = COMPILE_TIMEOUT_S,
     trusted_libraries: tuple[str, ...] = (),
+    trusted: bool = False,
 ) -> BuildResult:
     """Compile and link the harness for (spec, precision), with the candidate when one is given.
 
     `proposed_flags` is the Compiler agent's command line; it goes through the whitelist,
     and a rejected proposal is replaced by the default flags (the reason is in `.flags`).
-    `trusted_libraries` are linked without the whitelist: only for a task's own library reference.
+    `trusted_libraries` are linked without the whitelist: only for a task's own library reference, which
+    is also `trusted`: its object is not checked (worker.engine.objcheck), every candidate's is.
     """
     start = time.monotonic()
     if not toolchain.nvcc:
@@ -365,7 +374,11 @@ def build(
         verbose = [] if _asks_ptxas_verbose(flag_check.flags) else ["-Xptxas", "-v"]
         extra = _library_dirs() if trusted_libraries else None
         include = [f"-I{extra / 'include'}"] if extra else []
-        cand_argv = [nvcc, *flag_check.flags, *verbose, *include, "-c", "candidate.cu", "-o", "candidate.o"]
+        # NVTX's header-only loader (pulled in by CUB's device algorithms) dlopens an injection library named
+        # by an environment variable; the harness owns profiling, so candidates build without it.
+        no_nvtx = ["-DCCCL_DISABLE_NVTX", "-DNVTX_DISABLE"]
+        cand_argv = [nvcc, *flag_check.flags, *verbose, *include, *no_nvtx, "-c", "candidate.cu", "-o",
+                     "candidate.o"]
         key = _sha(*common, "candidate", " ".join(cand_argv[1:]), candidate_source)
         jobs.append(
             _Job(
@@ -398,6 +411,17 @@ def build(
             notes=tuple(notes),
         )
 
+    checked: objcheck.ObjectReport | None = None
+    if candidate is not None and not trusted and not trusted_libraries:
+        checked = check_candidate_object(spec, precision, work, candidate_source or "",
+                                         (*libraries, *spec.allowed_libraries))
+        if checked.note:
+            notes.append(checked.note)
+        if not checked.ok:
+            return BuildResult(False, None, baseline, harness, candidate, None, flag_check,
+                               time.monotonic() - start, libraries, arch, notes=tuple(notes),
+                               refused=checked.messages())
+
     link_key = _sha(*common, "link", *[j.key for j in jobs], *libraries, *_link_dirs(libraries))
     link_argv = [
         nvcc,
@@ -411,8 +435,11 @@ def build(
     link_job = _Job("link", link_argv, work, work / EXECUTABLE, link_key, cache / "bin" / f"{link_key}.bin")
     link = _run_job(link_job, timeout_s)
     exe = work / EXECUTABLE
+    blame, at_fault = "", True
     if link.ok:
         exe.chmod(0o755)
+    else:
+        blame, at_fault = link_failure(link.log, checked, candidate_source or "")
     return BuildResult(
         link.ok,
         str(exe) if link.ok else None,
@@ -426,4 +453,60 @@ def build(
         arch,
         key=link_key,
         notes=tuple(notes),
+        link_blame=blame,
+        candidate_at_fault=at_fault,
     )
+
+
+def check_candidate_object(
+    spec: TaskSpec, precision: str, work: Path, source: str, libraries: tuple[str, ...]
+) -> objcheck.ObjectReport:
+    """The object check on candidate.o, knowing what harness.o and baseline.o define, and the device code's
+    clock reads in its SASS (neither can be hidden from these listings by the preprocessor)."""
+    baseline = objcheck.global_definitions(work / "baseline" / "baseline.o")
+    harness = objcheck.global_definitions(work / "harness" / "harness.o")
+    entry = spec.interfaces[precision].optimized_entry
+    policy = objcheck.ObjectPolicy(libraries=libraries, entry=entry, reserved=(baseline | harness) - {entry},
+                                   baseline=baseline)
+    obj = work / "candidate" / "candidate.o"
+    report = objcheck.check_object(obj, policy, source)
+    cuobjdump, nvdisasm = assembly.tools()
+    if cuobjdump and nvdisasm:
+        res = sandbox.run([cuobjdump, "-sass", str(obj)], obj.parent, 120.0, name="cuobjdump-check",
+                          env_extra={"PATH": f"{Path(nvdisasm).parent}:{os.environ.get('PATH', '')}"})
+        sass_path = Path(res.stdout_path)
+        sass = sass_path.read_text(encoding="utf-8", errors="replace") if sass_path.is_file() else res.stdout
+        timers = objcheck.device_timer_reads(sass)
+        if timers:
+            extra = objcheck.Violation("timing", 0, f"device code reads the clock ({', '.join(timers)}); timing "
+                                       "belongs to the harness")
+            report = replace(report, violations=(*report.violations, extra))
+    return report
+
+
+_LINK_SYMBOL = re.compile(r"(multiple definition of|undefined reference to) [`']([^'`]+)'")
+
+
+def link_failure(log: str, checked: objcheck.ObjectReport | None, source: str) -> tuple[str, bool]:
+    """(reason, candidate_at_fault) for a failed link: the candidate is at fault when a symbol in the error
+    is one candidate.o defines or imports, or the error is reported in candidate.o."""
+    symbols = checked.symbols if checked is not None else None
+    mine: set[str] = set()
+    if symbols is not None:
+        mine = set(symbols.undefined) | {n for n, _k in symbols.defined}
+        mine |= {symbols.demangled.get(n, n) for n in mine}
+    lines = objcheck.SourceLines(source)
+    for m in _LINK_SYMBOL.finditer(log):
+        what, name = m.group(1), m.group(2)
+        context = log[max(0, m.start() - 300) : m.start()].splitlines()[-1:] or [""]
+        if name in mine or "candidate.o" in context[0]:
+            line = lines.of_symbol(name)
+            at = f" (candidate line {line})" if line else ""
+            if what.startswith("multiple"):
+                return (f"the candidate defines {name}{at}, which the harness or the baseline defines too; "
+                        "rename it or make it static"), True
+            return (f"the candidate uses {name}{at} but nothing defines it (declared without a definition, or "
+                    "a name the harness does not export)"), True
+    m = _LINK_SYMBOL.search(log)
+    first = m.group(0) if m else next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), "")
+    return f"the link failed outside the candidate's symbols (a task/harness problem): {first}", False

@@ -37,6 +37,7 @@ class _Context(EvalContext):
         super().__init__(spec, precision, options, chain, work_dir, progress)
         self.exe = ""  # the linked harness, once built
         self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
+        self.trusted = False  # the task's own library reference: no static checks, no object check
 
     def sizes(self) -> list[SizeResult]:
         return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
@@ -93,6 +94,7 @@ def evaluate_reference(
         return ctx.base(verdict=Verdict.REJECTED, kind="reference",
                         reason=f"{spec.name} has no library reference for {precision} (no reference.toml entry)")
     ctx.trusted_libraries = spec.reference.libraries
+    ctx.trusted = True
     return guarded(ctx, "reference", lambda: replace(
         _evaluate(ctx, source.read_text(encoding="utf-8"), None, compile_only, trusted=True), kind="reference"))
 
@@ -150,21 +152,31 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
             cache_dir=o.build_cache,
             timeout_s=o.compile_timeout_s,
             trusted_libraries=ctx.trusted_libraries,
+            trusted=ctx.trusted,
         )
     if built.ok:
         if built.cache_hits:
             ctx.progress(f"  build cache hits: {', '.join(built.cache_hits)}")
         ctx.exe = built.executable or ""
         return built
+    if built.refused:  # the object check on the candidate's host object
+        msgs = built.refused
+        return ctx.base(
+            verdict=Verdict.REJECTED,
+            reason=msgs[0] + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""),
+            static_violations=msgs,
+            compile=built.candidate,
+            notes=built.notes,
+        )
     failure = built.failure
     assert failure is not None
-    system_part = failure.role != "candidate"
     first_error = next((ln.strip() for ln in failure.log.splitlines() if "error" in ln.lower()), "")
-    reason = (
-        f"{failure.role} failed to compile (a task/harness problem, not the candidate's): {first_error}"
-        if system_part
-        else f"candidate failed to compile: {first_error}"
-    )
+    if failure.role == "link":
+        reason = f"link failed: {built.link_blame}"
+    elif failure.role != "candidate":
+        reason = f"{failure.role} failed to compile (a task/harness problem, not the candidate's): {first_error}"
+    else:
+        reason = f"candidate failed to compile: {first_error}"
     return ctx.base(
         verdict=Verdict.COMPILE_ERROR,
         reason=reason,
@@ -240,8 +252,9 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
 
     profiles: tuple[Profile, ...] = ()
     if o.profile != "none":
-        # Kernel names are checked statically to end in _kernel_optimized; ncu matches the base name.
-        profiles, note = _profile(ctx, "candidate", "_optimized")
+        # The candidate's kernels are those ptxas compiled in candidate.cu (any names); ncu matches them.
+        names = sorted({re.escape(k.kernel) for k in (compiled.resources if compiled else ())})
+        profiles, note = _profile(ctx, "candidate", "|".join(names) if names else "_optimized")
         notes += [note] if note else []
     return ctx.base(
         verdict=Verdict.OK,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from worker.engine import sandbox
+from worker.engine import objcheck, sandbox
 from worker.engine.context import EvalContext
 from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import HARNESS_LIMITS, classify_crash
@@ -247,6 +247,14 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
         what = "timed out" if res.timed_out else f"failed (exit status {res.returncode})"
         return ctx.base(verdict=Verdict.COMPILE_ERROR, kind=role, compile=compiled,
                         reason=f"{role} failed to build: `{spec.build.cmd}` {what}" + (f": {first}" if first else ""))
+    if role == "candidate":
+        refused, note = _object_check(ctx, ws, source)
+        if refused:
+            return ctx.base(verdict=Verdict.REJECTED, kind=role, compile=compiled, static_violations=refused,
+                            notes=(note,) if note else (),
+                            reason=refused[0] + (f" (+{len(refused) - 1} more)" if len(refused) > 1 else ""))
+        if note:
+            compiled = replace(compiled, log=compiled.log + f"\n[{note}]")
     if not run:
         return _Run(compiled)
     ctx.progress(f"{spec.name}: run the {role} ({spec.execute.cmd})")
@@ -254,6 +262,35 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
         result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=ctx.run_env(),
                                  limits=HARNESS_LIMITS, name="kw-run")
     return _Run(compiled, result)
+
+
+# What the make format's source rules allow beyond the object check's tables (see static_checks): naive
+# solutions end the process in their error checks, and may use signals and threads.
+_MAKE_ALSO_ALLOWED = frozenset(
+    {"signal", "sigaction", "raise", "setjmp", "_setjmp", "longjmp", "pthread_create", "pthread_join"}
+)
+
+
+def _object_check(ctx: _Context, ws: Path, source: str) -> tuple[tuple[str, ...], str]:
+    """The object check (worker.engine.objcheck) on the solution file compiled alone: the Makefile links it
+    straight into the executable, so it is compiled once more, to an object, to see its symbols. Returns
+    (violations, note); a solution that does not compile alone is judged by its build only (the note says so)."""
+    spec = ctx.spec
+    solution = spec.runner.solution_file
+    if not ctx.chain.nvcc or Path(solution).suffix not in (".cu", ".cpp", ".cc", ".cxx", ".c"):
+        return (), ""
+    out_dir = ws / ".kw-objcheck"
+    out_dir.mkdir(exist_ok=True)
+    obj = out_dir / "solution.o"
+    argv = [ctx.chain.nvcc, "-O2", "-std=c++17", f"-arch={ctx.chain.arch}", "-DCCCL_DISABLE_NVTX", "-DNVTX_DISABLE",
+            "-I.", "-c", solution, "-o", str(obj)]
+    res = sandbox.run(argv, ws, ctx.options.compile_timeout_s, env_extra=ctx.build_env(), name="kw-objcheck")
+    if not res.ok or not obj.is_file():
+        return (), f"object check skipped: {solution} does not compile on its own ({shlex.join(argv[1:])})"
+    policy = objcheck.ObjectPolicy(allow_process_exit=True, also_allowed=_MAKE_ALSO_ALLOWED)
+    report = objcheck.check_object(obj, policy, source)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return report.messages(), report.note
 
 
 def _judge(ctx: _Context, res: sandbox.SandboxResult, role: str, compiled: CompileResult) -> Evaluation | None:

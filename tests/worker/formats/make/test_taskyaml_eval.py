@@ -360,6 +360,19 @@ def test_the_example_cuda_task_builds_with_nvcc(no_gpu_chain, options):
     assert "nvcc" in ev.compile.log and f"-arch={no_gpu_chain.arch}" in ev.compile.log
 
 
+def test_a_forbidden_call_the_preprocessor_builds_is_refused_after_the_build(no_gpu_chain, options):
+    spec = load_make_spec(GPU_TASK)
+    fast = FAST_CU.read_text(encoding="utf-8")
+    # `fopen` spliced by backslash-newline: the source rules never see the name, the object check does.
+    sneaky = "#include <cstdio>\n" + fast + (
+        '\nstatic int peek() { FILE* f = fo\\\npen("reference.cu", "r"); return f != nullptr; }\n'
+        "static int peeked = peek();\n")
+    ev = evaluate_make(spec, "fp32", sneaky, None, options, compile_only=True, chain=no_gpu_chain)
+    assert ev.verdict == Verdict.REJECTED, ev.reason
+    assert ev.reason.startswith("RULE object-import: line ") and "fopen" in ev.reason
+    assert "preprocessor built it" in ev.reason and ev.compile is not None and ev.compile.ok
+
+
 @pytest.mark.gpu
 def test_a_cuda_task_builds_runs_and_scores_on_the_gpu(chain, tmp_path):
     import worker.engine.toolchain as tc

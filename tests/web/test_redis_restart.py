@@ -143,8 +143,14 @@ def test_runs_in_flight_and_queued_survive_a_redis_crash_and_no_event_is_lost(st
     _wait(stack, running, lambda ev: ("turn.finished" in [t for _, t in ev]), "the baseline turn")
     redis_server.crash()
     down_since = max(s for s, _ in _db_events(stack, running))
-    time.sleep(4)  # the worker goes on writing events to the database meanwhile
-    written_while_down = max(s for s, _ in _db_events(stack, running)) - down_since
+    # The worker goes on writing events to the database meanwhile: wait until it has (a fixed sleep was too
+    # short on a loaded machine), but keep Redis down at least 4 s so the websocket surely drops.
+    deadline, down_at = time.monotonic() + 90, time.monotonic()
+    while time.monotonic() < deadline:
+        written_while_down = max(s for s, _ in _db_events(stack, running)) - down_since
+        if written_while_down > 0 and time.monotonic() - down_at >= 4:
+            break
+        time.sleep(0.2)
     redis_server.start()
 
     events = _wait(stack, running, lambda ev: ev[-1][1] in TERMINAL, "the running run to end")

@@ -19,7 +19,9 @@ from django.utils.safestring import SafeString, mark_safe
 from apps.catalog.markup import code_language
 from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
+from apps.runs.sass import highlight_sass
 from apps.runs.sizes import param_order, size_label
+from worker.engine.assembly import ptx_line_map, sass_line_map
 
 AGAINST = ("baseline", "parent", "best")
 PENDING_VERDICTS = ("", "queued")  # not evaluated yet (a manual turn waits as "queued")
@@ -197,24 +199,52 @@ class TurnPanel:
         return any(r.reference_ms is not None for r in self.results)
 
 
+BANDS = 8  # colour bands cycled over source lines, as Compiler Explorer does
+
+
+@dataclass(frozen=True)
+class AsmLine:
+    """One shown line of a listing or of the source, with the source line it maps to and its colour band."""
+
+    html: SafeString
+    source: int | None = None
+    band: int | None = None
+
+
 @dataclass
 class AssemblyView:
-    """A turn's PTX and SASS, highlighted per line (loaded only for the selected turn)."""
+    """A turn's source beside its PTX and SASS, line-mapped (loaded only for the selected turn)."""
 
-    ptx: list[SafeString]
-    sass: list[SafeString]
+    source: list[AsmLine]
+    ptx: list[AsmLine]
+    sass: list[AsmLine]
     note: str
     kernels: list[str]  # SASS function names, in order, for the jump list
+    resources: list[dict]  # ptxas -v per kernel: registers, spills, shared memory, stack
+    mapped: bool  # whether any instruction carries a source line (the build had -lineinfo)
 
 
-def assembly_view(turn: Turn) -> AssemblyView | None:
+def _mapped(lines: list[SafeString], source: tuple[int | None, ...]) -> list[AsmLine]:
+    lines = lines + [mark_safe("")] * (len(source) - len(lines))  # a trailing blank line the lexer dropped
+    return [AsmLine(html, n, n % BANDS if n is not None else None) for html, n in zip(lines, source, strict=True)]
+
+
+def assembly_view(turn: Turn, language: str = "cuda") -> AssemblyView | None:
     stored = TurnAssembly.objects.filter(turn=turn).first()
     if stored is None:
         return None
-    kernels = [line.split("Function :", 1)[1].strip() for line in stored.sass.splitlines() if "Function :" in line]
-    return AssemblyView(ptx=highlight_lines(stored.ptx, "ptx") if stored.ptx else [],
-                        sass=highlight_lines(stored.sass, "gas") if stored.sass else [],
-                        note=stored.note, kernels=kernels)
+    sass = sass_line_map(stored.sass)
+    ptx = ptx_line_map(stored.ptx)
+    used = {n for n in (*sass.source, *ptx.source) if n is not None}
+    code = highlight_lines(turn.code, language) if turn.code else []
+    source = [AsmLine(html, n, n % BANDS if n in used else None) for n, html in enumerate(code, start=1)]
+    kernels = [line.split("Function :", 1)[1].strip() for line in sass.lines if "Function :" in line]
+    return AssemblyView(
+        source=source,
+        ptx=_mapped(highlight_lines("\n".join(ptx.lines), "ptx") if ptx.lines else [], ptx.source),
+        sass=_mapped(highlight_sass(sass.lines), sass.source),
+        note=stored.note, kernels=kernels, resources=list((turn.ptxas or {}).get("kernels") or []),
+        mapped=sass.mapped or ptx.mapped)
 
 
 _SANITIZE_TAGS = {"p", "ul", "ol", "li", "code", "pre", "em", "strong", "a", "h3", "h4", "blockquote", "br",
@@ -328,7 +358,7 @@ def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[in
         log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results, order),
         pinned_label=turn_label(pinned.round_index, pinned.debug_index) if pinned else "",
         profiles=profile_blocks(turn, pinned, order), calls=list(turn.agent_calls.all()), manual_code=turn.code,
-        assembly=assembly_view(turn),
+        assembly=assembly_view(turn, language),
     )
 
 

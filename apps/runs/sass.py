@@ -1,0 +1,121 @@
+"""A Pygments lexer for NVIDIA SASS as cuobjdump and nvdisasm print it, and per-line HTML for the viewer.
+
+Pygments has no SASS lexer; its `gas` lexer marks guards such as `@P0` and constant banks such as
+`c[0x0][0x160]` as errors. One instruction reads
+
+    /*00b0*/   @!P1 LDG.E.64.STRONG.GPU R4, desc[UR6][R2.64+0x10] ;
+
+an address comment, an optional guard predicate, the opcode with its dot modifiers, then operands:
+registers (R, UR, P, UP, B, SR_*), immediates, constant-bank reads, memory references in brackets,
+branch targets in backquotes. Token types reuse Pygments' standard ones so pygments.css colours them.
+"""
+
+from __future__ import annotations
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from pygments.lexer import RegexLexer, bygroups
+from pygments.token import (
+    STANDARD_TYPES,
+    Comment,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    Punctuation,
+    Text,
+    Whitespace,
+)
+
+# Register files of sm_70 and later: general (R0-R254, RZ), uniform (UR0-UR62, URZ), predicate (P0-P6, PT),
+# uniform predicate (UP0-UP6, UPT) and convergence barrier (B0-B15) registers.
+REGISTER = r"(?:UR(?:Z|\d{1,2})|UP(?:T|\d)|R(?:Z|\d{1,3})|P(?:T|\d)|B\d{1,2})\b"
+PREDICATE_TOKEN = Keyword.Pseudo
+REGISTER_TOKEN = Name.Variable
+MODIFIER_TOKEN = Name.Attribute
+OPCODE_TOKEN = Keyword
+CONSTANT_TOKEN = Name.Constant
+
+
+class SassLexer(RegexLexer):
+    name = "SASS"
+    aliases = ["sass"]
+    filenames = ["*.sass"]
+
+    tokens = {
+        "root": [
+            (r"\n", Whitespace),
+            (r"[ \t]+", Whitespace),
+            (r"(Function)(\s*:\s*)(\S+)", bygroups(Keyword.Declaration, Punctuation, Name.Function)),
+            (r"/\*[0-9a-fA-F]+\*/", Comment.Special),  # instruction address
+            (r"/\*.*?\*/", Comment.Multiline),
+            (r"//.*?$", Comment.Single),
+            (r"\.L\w*:", Name.Label),
+            (r"@!?" + REGISTER, PREDICATE_TOKEN),
+            (r"[A-Z][A-Z0-9_]*", OPCODE_TOKEN, "modifiers"),
+            (r"\S+", Text),
+        ],
+        "modifiers": [
+            (r"\.[A-Za-z0-9_]+", MODIFIER_TOKEN),
+            (r"", Text, ("#pop", "operands")),
+        ],
+        "operands": [
+            (r"\n", Whitespace, "#pop"),
+            (r"[ \t]+", Whitespace),
+            (r";", Punctuation, "#pop"),
+            (r"/\*.*?\*/", Comment.Multiline),
+            (r"`\(", Punctuation, "target"),
+            (r"(c)(\[)(0x[0-9a-fA-F]+)(\])(\[)", bygroups(CONSTANT_TOKEN, Punctuation, Number.Hex, Punctuation,
+                                                          Punctuation), "address"),
+            (r"(desc|gdesc)(\[)", bygroups(Name.Builtin, Punctuation), "address"),
+            (r"\[", Punctuation, "address"),
+            (r"SR_[A-Z0-9_]+(?:\.[A-Z0-9_]+)*", Name.Builtin),
+            (r"(!?)(" + REGISTER + r")((?:\.[A-Za-z0-9_]+)*)", bygroups(Operator, REGISTER_TOKEN, MODIFIER_TOKEN)),
+            (r"[-+]?(?:INF|QNAN|NAN)\b", Number.Float),
+            (r"[-+]?0x[0-9a-fA-F]+", Number.Hex),
+            (r"[-+]?\d+\.\d*(?:e[-+]?\d+)?", Number.Float),
+            (r"[-+]?\d+", Number.Integer),
+            (r"(\|)((?:\.[A-Za-z0-9_]+)+)", bygroups(Operator, MODIFIER_TOKEN)),  # |R0|.reuse
+            (r"[|\-~!]", Operator),
+            (r",", Punctuation),
+            (r"[A-Za-z_][A-Za-z0-9_.]*", Name.Other),  # e.g. a texture or named barrier
+            (r"\S", Text),
+        ],
+        "address": [
+            (r"\]\[", Punctuation),
+            (r"\]", Punctuation, "#pop"),
+            (r"[ \t]+", Whitespace),
+            (r"(" + REGISTER + r")((?:\.[A-Za-z0-9_]+)*)", bygroups(REGISTER_TOKEN, MODIFIER_TOKEN)),
+            (r"0x[0-9a-fA-F]+", Number.Hex),
+            (r"\d+", Number.Integer),
+            (r"[-+]", Operator),
+            (r"[^\]\s]", Text),
+        ],
+        "target": [
+            (r"\)", Punctuation, "#pop"),
+            (r"[^)\s]+", Name.Label),
+        ],
+    }
+
+
+_LEXER = SassLexer(stripnl=False, ensurenl=False)
+
+
+def _css(ttype) -> str:
+    while ttype not in STANDARD_TYPES:
+        ttype = ttype.parent
+    return STANDARD_TYPES[ttype]
+
+
+def highlight_sass(lines: tuple[str, ...] | list[str]) -> list[SafeString]:
+    """One HTML fragment per SASS line, with Pygments' short CSS classes."""
+    out = []
+    for line in lines:
+        parts = []
+        for ttype, value in _LEXER.get_tokens(line):
+            if value == "\n":
+                continue
+            css = _css(ttype)
+            parts.append(f'<span class="{css}">{escape(value)}</span>' if css else escape(value))
+        out.append(mark_safe("".join(parts)))  # noqa: S308 - every piece escaped above
+    return out

@@ -19,6 +19,8 @@ from django.utils.safestring import SafeString, mark_safe
 from apps.catalog.markup import code_language
 from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight_lines, side_by_side
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
+from apps.runs.peaks import Peaks, for_gpu
+from apps.runs.roofline import SizePerf, roofline_data, size_perf
 from apps.runs.sass import highlight_sass
 from apps.runs.sizes import param_order, size_label
 from worker.engine.assembly import ptx_line_map, sass_line_map
@@ -89,7 +91,8 @@ def timeline(run: Run) -> list[TurnItem]:
 
 
 def chart_data(items: list[TurnItem], results: dict[int, list[dict]], order=()) -> dict[str, Any]:
-    """JSON for kw-charts: P and best-so-far per turn, and speedup per size per turn."""
+    """JSON for kw-charts: P and best-so-far per turn, and speedup per size over turns (one line per size,
+    with the library reference's speedup over the baseline where one was timed)."""
     best = None
     score_turns = []
     for item in items:
@@ -99,17 +102,31 @@ def chart_data(items: list[TurnItem], results: dict[int, list[dict]], order=()) 
         if score is not None:
             best = score if best is None else max(best, score)
         score_turns.append({"label": item.label, "score": score, "best": best, "valid": item.valid})
+    return {"score": {"turns": score_turns, "ylabel": "P (weighted speedup)"},
+            "speedup": speedup_series(items, results, order)}
+
+
+def speedup_series(items: list[TurnItem], results: dict[int, list[dict]], order=()) -> dict[str, Any]:
+    """Per size: the speedup of every non-baseline turn (None where it failed or did not run), and the
+    library reference's speedup over the baseline (baseline time / reference time) where it was measured."""
     baseline = next((results.get(i.id) for i in items if i.kind == TurnKind.BASELINE), None) or []
-    sizes = [size_label(r.get("params") or {}, order) for r in baseline]
-    strips = []
-    for item in items:
-        if item.kind == TurnKind.BASELINE or not sizes:
-            continue
-        by_index = {r.get("index", n): r for n, r in enumerate(results.get(item.id) or [])}
-        speedups = [by_index.get(n, {}).get("speedup") for n in range(len(sizes))]
-        strips.append({"label": item.label, "speedups": speedups,
-                       "failed": [not item.valid or s is None for s in speedups]})
-    return {"score": {"turns": score_turns, "ylabel": "P"}, "sizes": {"sizes": sizes, "turns": strips}}
+    labels = [size_label(r.get("params") or {}, order) for r in baseline]
+    turns = [i for i in items if i.kind != TurnKind.BASELINE]
+    series = []
+    for n, label in enumerate(labels):
+        values, reference = [], None
+        for item in turns:
+            row = next((r for k, r in enumerate(results.get(item.id) or []) if r.get("index", k) == n), {})
+            speedup = row.get("speedup")
+            values.append(speedup if item.valid and isinstance(speedup, int | float) and speedup > 0 else None)
+            ref_ms = (row.get("reference") or {}).get("mean_ms")
+            base_ms = (row.get("baseline") or {}).get("mean_ms")
+            if reference is None and ref_ms and base_ms:
+                reference = base_ms / ref_ms
+        series.append({"label": label, "values": values, "reference": reference})
+    best_index = next((k for k, i in enumerate(turns) if i.is_best), None)
+    return {"turns": [i.label for i in turns], "failed": [not i.valid for i in turns], "sizes": series,
+            "best_index": best_index, "ylabel": "speedup over baseline (×, log scale)"}
 
 
 def results_by_turn(run: Run) -> dict[int, list[dict]]:
@@ -192,6 +209,9 @@ class TurnPanel:
     manual_code: str = ""
     links: dict[str, str] = field(default_factory=dict)
     assembly: AssemblyView | None = None
+    perf: list[SizePerf] = field(default_factory=list)  # achieved bandwidth and FLOP/s per size
+    roofline: dict[str, Any] = field(default_factory=dict)  # kw-charts `roofline` data
+    peaks: Peaks | None = None
 
     @property
     def has_reference(self) -> bool:
@@ -358,8 +378,24 @@ def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[in
         log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results, order),
         pinned_label=turn_label(pinned.round_index, pinned.debug_index) if pinned else "",
         profiles=profile_blocks(turn, pinned, order), calls=list(turn.agent_calls.all()), manual_code=turn.code,
-        assembly=assembly_view(turn, language),
+        assembly=assembly_view(turn, language), **performance(run, turn, order),
     )
+
+
+def performance(run: Run, turn: Turn, order=()) -> dict[str, Any]:
+    """The turn's achieved bandwidth and FLOP/s per size against the GPU's peaks, and its roofline."""
+    profiles: dict[int, dict] = {}
+    for p in turn.profiles.all():
+        merged = profiles.setdefault(p.size_index, {})
+        merged.update(p.full_metrics or {})
+        merged.update(p.filtered_metrics or {})
+    labels = {r.get("index", n): size_label(r.get("params") or {}, order) for n, r in enumerate(turn.results or [])}
+    gpu = run.gpu_name or next((p.gpu_name for p in turn.profiles.all() if p.gpu_name), "")
+    peaks = for_gpu(gpu)
+    perf = size_perf(run.task, run.task.precision, turn.results, profiles, peaks, labels,
+                     baseline=turn.kind == TurnKind.BASELINE)
+    label = turn_label(turn.round_index, turn.debug_index)
+    return {"perf": perf, "peaks": peaks, "roofline": roofline_data(gpu, run.task.precision, perf, label)}
 
 
 def select_turn(run: Run, label: str | None) -> Turn | None:

@@ -365,7 +365,10 @@ def build(
         verbose = [] if _asks_ptxas_verbose(flag_check.flags) else ["-Xptxas", "-v"]
         extra = _library_dirs() if trusted_libraries else None
         include = [f"-I{extra / 'include'}"] if extra else []
-        cand_argv = [nvcc, *flag_check.flags, *verbose, *include, "-c", "candidate.cu", "-o", "candidate.o"]
+        # -lineinfo only adds line tables (no change to the code): the viewer maps SASS and PTX to source lines.
+        lineinfo = [] if {"-lineinfo", "--generate-line-info"} & set(flag_check.flags) else ["-lineinfo"]
+        cand_argv = [nvcc, *flag_check.flags, *verbose, *lineinfo, *include, "-c", "candidate.cu", "-o",
+                     "candidate.o"]
         key = _sha(*common, "candidate", " ".join(cand_argv[1:]), candidate_source)
         jobs.append(
             _Job(

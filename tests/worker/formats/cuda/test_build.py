@@ -102,7 +102,7 @@ def test_returns_compile_errors_verbatim_with_the_exact_command(scale_spec, no_g
         cache_dir=tmp_path / "cache",
     )
     assert not built.ok and built.failure is built.candidate
-    assert built.candidate.command == "nvcc -O2 -arch=sm_90 -Xptxas -v -c candidate.cu -o candidate.o"
+    assert built.candidate.command == "nvcc -O2 -arch=sm_90 -Xptxas -v -lineinfo -c candidate.cu -o candidate.o"
     assert 'candidate.cu(3): error: expected a ";"' in built.candidate.log
     assert "undeclared_name += 1;" in built.candidate.log  # nvcc's source excerpt, untouched
     assert built.baseline.ok and built.harness.ok and built.link is None

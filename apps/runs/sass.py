@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
-from pygments.lexer import RegexLexer, bygroups
+from pygments.lexer import RegexLexer, bygroups, inherit
+from pygments.lexers.ptx import PtxLexer as _PygmentsPtxLexer
 from pygments.token import (
     STANDARD_TYPES,
     Comment,
@@ -98,7 +99,15 @@ class SassLexer(RegexLexer):
     }
 
 
+class PtxLexer(_PygmentsPtxLexer):
+    """Pygments' PTX lexer, plus guard predicates (`@%p1 bra`, `@!%p2`) and destination pairs (`%r4|%p6`),
+    which it marks as errors."""
+
+    tokens = {"root": [(r"@!?%[A-Za-z_][\w$]*", PREDICATE_TOKEN), (r"\|", Operator), inherit]}
+
+
 _LEXER = SassLexer(stripnl=False, ensurenl=False)
+_PTX_LEXER = PtxLexer(stripnl=False, ensurenl=False)
 
 
 def _css(ttype) -> str:
@@ -109,10 +118,18 @@ def _css(ttype) -> str:
 
 def highlight_sass(lines: tuple[str, ...] | list[str]) -> list[SafeString]:
     """One HTML fragment per SASS line, with Pygments' short CSS classes."""
+    return _highlight(_LEXER, lines)
+
+
+def highlight_ptx(lines: tuple[str, ...] | list[str]) -> list[SafeString]:
+    return _highlight(_PTX_LEXER, lines)
+
+
+def _highlight(lexer, lines) -> list[SafeString]:
     out = []
     for line in lines:
         parts = []
-        for ttype, value in _LEXER.get_tokens(line):
+        for ttype, value in lexer.get_tokens(line):
             if value == "\n":
                 continue
             css = _css(ttype)

@@ -21,7 +21,7 @@ from apps.runs.codeview import LogLine, SideBySide, compile_log_lines, highlight
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
 from apps.runs.peaks import Peaks, for_gpu
 from apps.runs.roofline import SizePerf, roofline_data, size_perf
-from apps.runs.sass import highlight_sass
+from apps.runs.sass import highlight_ptx, highlight_sass
 from apps.runs.sizes import param_order, size_label
 from worker.engine.assembly import ptx_line_map, sass_line_map
 
@@ -112,18 +112,22 @@ def speedup_series(items: list[TurnItem], results: dict[int, list[dict]], order=
     baseline = next((results.get(i.id) for i in items if i.kind == TurnKind.BASELINE), None) or []
     labels = [size_label(r.get("params") or {}, order) for r in baseline]
     turns = [i for i in items if i.kind != TurnKind.BASELINE]
+    def row_at(item: TurnItem, n: int) -> dict:
+        return next((r for k, r in enumerate(results.get(item.id) or []) if r.get("index", k) == n), {})
+
+    def reference(row: dict) -> float | None:
+        ref_ms, base_ms = (row.get("reference") or {}).get("mean_ms"), (row.get("baseline") or {}).get("mean_ms")
+        return base_ms / ref_ms if ref_ms and base_ms else None
+
     series = []
     for n, label in enumerate(labels):
-        values, reference = [], None
+        values = []
         for item in turns:
-            row = next((r for k, r in enumerate(results.get(item.id) or []) if r.get("index", k) == n), {})
-            speedup = row.get("speedup")
+            speedup = row_at(item, n).get("speedup")
             values.append(speedup if item.valid and isinstance(speedup, int | float) and speedup > 0 else None)
-            ref_ms = (row.get("reference") or {}).get("mean_ms")
-            base_ms = (row.get("baseline") or {}).get("mean_ms")
-            if reference is None and ref_ms and base_ms:
-                reference = base_ms / ref_ms
-        series.append({"label": label, "values": values, "reference": reference})
+        # The reference as timed beside the baseline, else beside the first turn that timed it.
+        ref = reference(baseline[n]) or next((r for i in turns if (r := reference(row_at(i, n)))), None)
+        series.append({"label": label, "values": values, "reference": ref})
     best_index = next((k for k, i in enumerate(turns) if i.is_best), None)
     return {"turns": [i.label for i in turns], "failed": [not i.valid for i in turns], "sizes": series,
             "best_index": best_index, "ylabel": "speedup over baseline (×, log scale)"}
@@ -261,7 +265,7 @@ def assembly_view(turn: Turn, language: str = "cuda") -> AssemblyView | None:
     kernels = [line.split("Function :", 1)[1].strip() for line in sass.lines if "Function :" in line]
     return AssemblyView(
         source=source,
-        ptx=_mapped(highlight_lines("\n".join(ptx.lines), "ptx") if ptx.lines else [], ptx.source),
+        ptx=_mapped(highlight_ptx(ptx.lines), ptx.source),
         sass=_mapped(highlight_sass(sass.lines), sass.source),
         note=stored.note, kernels=kernels, resources=list((turn.ptxas or {}).get("kernels") or []),
         mapped=sass.mapped or ptx.mapped)

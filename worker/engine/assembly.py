@@ -83,7 +83,7 @@ def _cap(text: str, what: str, notes: list[str]) -> str:
 
 
 _LINE_MARKER = re.compile(r"^\s*//## line (\d+|-)\s*$")
-_NVDISASM_LOC = re.compile(r'File "([^"]*)", line (\d+)')
+_NVDISASM_LOC = re.compile(r'(?:File|inlined at) "([^"]*)", line (\d+)')
 _SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/")
 _SASS_LABEL = re.compile(r"^\.L\w*:$")
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")

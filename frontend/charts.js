@@ -376,7 +376,7 @@ function niceTicks(lo, hi, count = 5) {
   return out;
 }
 
-const fmt = (v) => (Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(1) : String(Number(v.toPrecision(4))));
+const fmt = (v) => (v == null || !Number.isFinite(v) ? "—" : Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(1) : String(Number(v.toPrecision(4))));
 
 function specSVG(spec, u, width, theme) {
   const px = (v, key) => u.valToPos(v, key); // CSS px inside the plotting area

@@ -145,10 +145,11 @@ const KINDS = {
         logy: true,
         xlabel: "arithmetic intensity (FLOP/byte, log scale)",
         ylabel: "achieved FLOP/s (log scale)",
-        xFormat: (v) => fmt(v),
+        xFormat: (v) => (v >= 1000 ? si(v).trim() : fmt(v)),
         yFormat: (v) => `${si(v)}`,
-        yInclude: [Math.min(...computes.map((c) => c.flops)) / 1e4, ...computes.map((c) => c.flops * 2)],
+        yInclude: [Math.min(...points.map((p) => p.flops), bw * lo) / 2, ...computes.map((c) => c.flops * 2)],
         height: 320,
+        legendRows: true,
         series,
       },
     ];
@@ -163,17 +164,26 @@ const KINDS = {
         x,
         xLabels: labels,
         xlabel: "operator",
-        ylabel: data.ylabel || "",
+        ylabel: data.ylabel ? `${data.ylabel}, log scale` : "",
+        logy: true,
+        yFormat: times,
+        legendX: "hover an operator",
         height: 300 + Math.min(120, Math.max(0, ...labels.map((l) => l.length)) * 4),
-        yInclude: [0, 1],
+        yInclude: [1],
         series: [
-          { label: "1×", style: "dash", color: GREY, values: x.map(() => 1) },
-          ...(data.series || []).map((s, i) => ({
-            label: String(s.label ?? `series ${i + 1}`),
-            style: "points",
-            color: PALETTE[i % PALETTE.length],
-            values: (s.values || []).map(num),
-          })),
+          { label: "1×", style: "dash", color: GREY, legendText: "1.00×", values: x.map(() => 1) },
+          ...(data.series || []).map((s, i) => {
+            const values = (s.values || []).map(pos);
+            const have = values.filter((v) => v != null);
+            const geo = have.length ? Math.exp(have.reduce((a, v) => a + Math.log(v), 0) / have.length) : null;
+            return {
+              label: String(s.label ?? `series ${i + 1}`),
+              style: "points",
+              color: PALETTE[i % PALETTE.length],
+              legendText: geo == null ? "no value" : `geomean ${times(geo)} over ${have.length}`,
+              values,
+            };
+          }),
         ],
       },
     ];
@@ -188,6 +198,7 @@ const KINDS = {
         xLabels: cat ? xs.map((v) => String(v)) : undefined,
         yInclude: Array.isArray(data.yInclude) ? data.yInclude.map(num) : undefined,
         logx: !cat && !!data.logx,
+        legendX: xs.length ? `at ${xs[xs.length - 1]}` : "",
         xlabel: data.xlabel || "",
         ylabel: data.ylabel || "",
         height: 300,
@@ -321,12 +332,12 @@ function toOpts(spec, width, theme, syncKey) {
           ? {
               incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
               space: layout.space,
-              rotate: layout.rotate ? -45 : 0,
+              rotate: layout.rotate ? 45 : 0, // uPlot: 45 ends each label at its tick, running down-left
               size: layout.size,
               values: (u, splits) => splits.map((v) => spec.xLabels[v] ?? ""),
             }
           : spec.logx
-            ? { splits: (u) => logSplits(u.scales.x.min, u.scales.x.max), values: (u, splits) => splits.map((v) => (spec.xFormat || fmt)(v)) }
+            ? { splits: (u) => logSplits(u.scales.x.min, u.scales.x.max), values: (u, splits) => splits.map((v) => (v == null ? "" : (spec.xFormat || fmt)(v))) }
             : {}),
       },
       {
@@ -335,7 +346,7 @@ function toOpts(spec, width, theme, syncKey) {
         labelFont: FONT,
         size: 62,
         ...(spec.logy ? { splits: (u) => logSplits(u.scales.y.min, u.scales.y.max) } : {}),
-        ...(spec.yFormat ? { values: (u, splits) => splits.map((v) => spec.yFormat(v)) } : {}),
+        ...(spec.yFormat ? { values: (u, splits) => splits.map((v) => (v == null ? "" : spec.yFormat(v))) } : {}),
       },
     ],
     cursor: syncKey ? { sync: { key: syncKey } } : {},
@@ -573,7 +584,7 @@ function render(el) {
   const chart = { el, theme, plots: [] };
   for (const spec of specs) {
     const box = document.createElement("div");
-    box.className = specs.length > 1 ? "kw-strip" : "kw-plot";
+    box.className = (specs.length > 1 ? "kw-strip" : "kw-plot") + (spec.legendRows ? " kw-legend-rows" : "");
     el.append(box);
     chart.plots.push({ spec, u: new uPlot(toOpts(spec, width(), theme, syncKey), toData(spec), box) });
   }

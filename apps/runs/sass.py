@@ -70,7 +70,7 @@ class SassLexer(RegexLexer):
                                                           Punctuation), "address"),
             (r"(desc|gdesc)(\[)", bygroups(Name.Builtin, Punctuation), "address"),
             (r"\[", Punctuation, "address"),
-            (r"SR_[A-Z0-9_]+(?:\.[A-Z0-9_]+)*", Name.Builtin),
+            (r"SR_[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*", Name.Builtin),  # SR_TID.X, SR_CgaCtaId
             (r"(!?)(" + REGISTER + r")((?:\.[A-Za-z0-9_]+)*)", bygroups(Operator, REGISTER_TOKEN, MODIFIER_TOKEN)),
             (r"[-+]?(?:INF|QNAN|NAN)\b", Number.Float),
             (r"[-+]?0x[0-9a-fA-F]+", Number.Hex),

@@ -141,7 +141,21 @@ class LineMap:
         return any(n is not None for n in self.source)
 
 
+_SASS_COLUMNS = re.compile(r"^\s*(/\*[0-9a-f]{4,}\*/)\s*(@!?\w+)?\s+(.*)$")
+
+
+def compact_sass(line: str) -> str:
+    """An instruction without the tools' wide padding: `/*0080*/   @P1 BRA ...`, guards right-aligned in
+    one narrow column so opcodes still line up; headers lose their indent."""
+    match = _SASS_COLUMNS.match(line)
+    if match:
+        address, guard, rest = match.groups()
+        return f"{address} {guard or '':>6} {rest}"
+    return line.strip() if "Function :" in line else line
+
+
 def sass_line_map(sass: str) -> LineMap:
+    """Shown lines (compacted, markers removed) and the source line of each."""
     lines: list[str] = []
     source: list[int | None] = []
     current: int | None = None
@@ -152,7 +166,7 @@ def sass_line_map(sass: str) -> LineMap:
             continue
         if "Function :" in line:
             current = None
-        lines.append(line)
+        lines.append(compact_sass(line))
         source.append(current if _SASS_INSTRUCTION.match(line) else None)
     return LineMap(tuple(lines), tuple(source))
 

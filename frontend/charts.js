@@ -164,7 +164,7 @@ const KINDS = {
         x,
         xLabels: labels,
         xlabel: "operator",
-        ylabel: data.ylabel ? `${data.ylabel}, log scale` : "",
+        ylabel: data.ylabel || "",
         logy: true,
         yFormat: times,
         legendX: "hover an operator",

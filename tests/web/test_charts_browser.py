@@ -140,7 +140,8 @@ def test_hovering_a_source_line_highlights_its_sass_and_back(page, stack, shots)
     page.locator(".asm-pane-title").first.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / f"viewer-assembly-{page.size}.png"))
     page.click("[data-asm-show='ptx']")
-    assert page.locator("table[data-asm='ptx']").is_visible() and not page.locator("table[data-asm='sass']").is_visible()
+    assert page.locator("table[data-asm='ptx']").is_visible()
+    assert not page.locator("table[data-asm='sass']").is_visible()
     page.locator(f".asm-source tr[data-src='{line}']").hover()
     assert page.locator(".listing-ptx tr.hl").count() > 0
 

@@ -132,13 +132,19 @@ def size_perf(task, precision: str, results: list[dict], profiles: dict[int, dic
     return out
 
 
-def roofline_data(gpu_name: str, precision: str, perf: list[SizePerf], turn_label: str) -> dict[str, Any]:
-    """JSON for the `roofline` chart kind (frontend/charts.js); `missing` says in words what is absent."""
+def roofline_data(gpu_name: str, precision: str, perf: list[SizePerf], turn_label: str,
+                  timed: bool = True) -> dict[str, Any]:
+    """JSON for the `roofline` chart kind (frontend/charts.js); `missing` says in words what is absent.
+
+    timed: whether the turn has any timing at all (a failed turn has none, whatever the task's model)."""
     peaks = for_gpu(gpu_name)
     points = [{"size": p.size, "intensity": p.intensity, "flops": p.flop_rate, "bandwidth": p.bandwidth,
                "bandwidth_pct": p.bandwidth_pct, "flops_pct": p.flops_pct} for p in perf if p.intensity]
     missing = ""
-    if peaks is None:
+    if not timed:
+        missing = (f"Turn {turn_label} has no timings (it did not compile, failed its checks or did not run): "
+                   "no roofline.")
+    elif peaks is None:
         missing = (f"No peak figures for the GPU “{gpu_name or 'unknown'}” (apps/runs/peaks.py lists H100, H200, "
                    f"A100, L40S and RTX 4090): no roofline.")
     elif not perf:

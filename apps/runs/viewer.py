@@ -399,7 +399,9 @@ def performance(run: Run, turn: Turn, order=()) -> dict[str, Any]:
     perf = size_perf(run.task, run.task.precision, turn.results, profiles, peaks, labels,
                      baseline=turn.kind == TurnKind.BASELINE)
     label = turn_label(turn.round_index, turn.debug_index)
-    return {"perf": perf, "peaks": peaks, "roofline": roofline_data(gpu, run.task.precision, perf, label)}
+    side = "baseline" if turn.kind == TurnKind.BASELINE else "candidate"
+    timed = any((r.get(side) or {}).get("mean_ms") for r in turn.results or [])
+    return {"perf": perf, "peaks": peaks, "roofline": roofline_data(gpu, run.task.precision, perf, label, timed)}
 
 
 def select_turn(run: Run, label: str | None) -> Turn | None:

@@ -122,3 +122,10 @@ def test_the_run_page_carries_the_speedup_chart_and_the_turn_roofline(library, a
     assert 'data-chart="speedup"' in html and 'id="chart-speedup"' in html
     assert 'data-chart="roofline"' in html and "Roofline of turn" in html and "% of peak BW" in html
     assert 'data-chart="size-strips"' not in html
+
+
+def test_a_turn_that_did_not_run_says_so_rather_than_blaming_the_model(library, admin_user):
+    run = _import("matrix_mul_fp32", admin_user)
+    failed = run.turns.get(round_index=1, debug_index=0)  # a compile error: no timings
+    chart = viewer.performance(run, failed)["roofline"]
+    assert chart["points"] == [] and chart["missing"].startswith("Turn 1.0 has no timings")

@@ -77,8 +77,10 @@ def test_predicates_registers_modifiers_addresses_and_constant_banks_get_their_o
 
 
 def test_highlighted_sass_escapes_and_keeps_one_fragment_per_line():
-    html = sass_lexer.highlight_sass(["/*0000*/ @P0 EXIT ;", "        Function : _Z1k<int>"])
-    assert len(html) == 2 and '<span class="kp">@P0</span>' in html[0] and "&lt;int&gt;" in html[1]
+    html = sass_lexer.highlight_sass(["/*0000*/ @P0 EXIT ;", "        Function : _Z1k<int> <b>&", "[R1"])
+    assert len(html) == 3 and '<span class="kp">@P0</span>' in html[0] and "&lt;int&gt;" in html[1]
+    assert "<b>" not in html[1] and "&lt;b&gt;&amp;" in html[1]
+    assert "R1" in html[2]  # an unclosed bracket ends with its line
 
 
 @pytest.fixture

@@ -86,19 +86,41 @@ def _metric(profile_metrics: dict, name: str) -> float | None:
     return None
 
 
+def _section_value(metrics: dict, section: str, name: str, unit: str) -> float | None:
+    value = ((metrics.get(section) or {}).get(name)) if isinstance(metrics.get(section), dict) else None
+    if isinstance(value, dict) and value.get("unit") == unit and isinstance(value.get("value"), int | float):
+        return float(value["value"])
+    return None
+
+
 def from_profile(metrics: dict) -> tuple[float | None, float | None]:
-    """(DRAM bytes, FP32 FLOPs) of one kernel launch from stored ncu metrics, None where not collected."""
+    """(DRAM bytes, FP32 FLOPs) of one kernel launch from stored ncu metrics, None where not collected.
+
+    Bytes: the raw `dram__bytes.sum`, else the DRAM throughput of the Memory Workload Analysis section
+    (byte/s) times the kernel's duration. FLOPs: the executed FFMA (two each), FADD and FMUL counts."""
     dram = next((v for v in (_metric(metrics, n) for n in _DRAM_BYTES) if v is not None), None)
+    if dram is None:
+        rate = _section_value(metrics, "Memory Workload Analysis", "Memory Throughput", "byte/s")
+        duration = _section_value(metrics, "GPU Speed Of Light Throughput", "Duration", "ns")
+        dram = rate * duration * 1e-9 if rate is not None and duration else None
     counts = [(_metric(metrics, n), w) for n, w in _FLOP_METRICS]
     flops = sum(v * w for v, w in counts if v is not None) if any(v is not None for v, _ in counts) else None
     return dram, flops
 
 
-def size_perf(task, precision: str, results: list[dict], profiles: dict[int, dict], peaks: Peaks | None,
+def _kernels_total(kernels: list[dict]) -> tuple[float | None, float | None]:
+    """Bytes and FLOPs of every kernel a size launched, summed (None where no kernel had the figure)."""
+    pairs = [from_profile(m) for m in kernels]
+    total = [sum(v for v in column if v is not None) if any(v is not None for v in column) else None
+             for column in zip(*pairs, strict=True)] if pairs else [None, None]
+    return total[0], total[1]
+
+
+def size_perf(task, precision: str, results: list[dict], profiles: dict[int, list[dict]], peaks: Peaks | None,
               labels: dict[int, str], baseline: bool = False) -> list[SizePerf]:
     """Per size of one turn: bytes and FLOPs, achieved rates, and their share of the GPU's peaks.
 
-    profiles: ncu metrics (filtered and full merged) per size index; labels: the size labels, by index."""
+    profiles: ncu metrics (filtered and full, one dict per kernel) per size index; labels: the size labels."""
     model = work_model(task)
     out = []
     for n, r in enumerate(results or []):
@@ -118,7 +140,7 @@ def size_perf(task, precision: str, results: list[dict], profiles: dict[int, dic
             except (ValueError, ZeroDivisionError, SyntaxError):
                 nbytes = flops = None
         if nbytes is None and index in profiles:
-            nbytes, flops = from_profile(profiles[index])
+            nbytes, flops = _kernels_total(profiles[index])
             source = "Nsight Compute" if nbytes is not None or flops is not None else ""
         if not source:
             continue
@@ -150,8 +172,11 @@ def roofline_data(gpu_name: str, precision: str, perf: list[SizePerf], turn_labe
     elif not perf:
         missing = ("No bytes/FLOPs model for this task and no Nsight Compute byte and FLOP counts for this turn: "
                    "no roofline.")
-    elif not points:
+    elif not points and any(p.source == "work model" for p in perf):
         missing = "This task moves data without arithmetic (no FLOPs): only bandwidth is shown, in the table."
+    elif not points:
+        missing = ("The profile has DRAM bytes but no FLOP counts (the sm__sass_thread_inst_executed_op_* metrics "
+                   "were not collected): only bandwidth is shown, in the table.")
     roofs = {}
     if peaks is not None:
         roofs = {"bandwidth": peaks.bandwidth, "memory": f"{peaks.memory} {peaks.bandwidth_gbs:g} GB/s",

@@ -388,11 +388,9 @@ def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[in
 
 def performance(run: Run, turn: Turn, order=()) -> dict[str, Any]:
     """The turn's achieved bandwidth and FLOP/s per size against the GPU's peaks, and its roofline."""
-    profiles: dict[int, dict] = {}
+    profiles: dict[int, list[dict]] = defaultdict(list)
     for p in turn.profiles.all():
-        merged = profiles.setdefault(p.size_index, {})
-        merged.update(p.full_metrics or {})
-        merged.update(p.filtered_metrics or {})
+        profiles[p.size_index].append({**(p.full_metrics or {}), **(p.filtered_metrics or {})})
     labels = {r.get("index", n): size_label(r.get("params") or {}, order) for n, r in enumerate(turn.results or [])}
     gpu = run.gpu_name or next((p.gpu_name for p in turn.profiles.all() if p.gpu_name), "")
     peaks = for_gpu(gpu)

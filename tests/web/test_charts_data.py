@@ -87,6 +87,28 @@ def test_without_a_work_model_ncu_dram_bytes_and_flop_counts_are_used():
     assert roofline.from_profile({"Duration": {"value": 1.0}}) == (None, None)
 
 
+def test_dram_bytes_come_from_the_stored_memory_throughput_of_a_real_profile():
+    demo = json.loads((DEMO / "dot_product_fp32_trajectory.json").read_text())
+    profile = demo["turns"][0]["evaluation"]["profiles"][0]
+    full = profile["full_metrics"]
+    rate = full["Memory Workload Analysis"]["Memory Throughput"]["value"]  # byte/s, not the SOL section's %
+    duration = full["GPU Speed Of Light Throughput"]["Duration"]["value"]  # ns
+    nbytes, flops = roofline.from_profile({**full, **profile["metrics"]})
+    assert nbytes == pytest.approx(rate * duration * 1e-9) and flops is None
+
+
+def test_a_task_without_a_model_but_with_profiles_gets_bandwidth_from_ncu(library, admin_user):
+    run = _import("dot_product_fp32", admin_user)
+    roofline.WORK.pop("dot_product")
+    try:
+        perf = viewer.performance(run, run.turns.get(round_index=0, debug_index=0))
+    finally:
+        roofline.WORK["dot_product"] = ("2 * N", "2 * N")
+    rows = perf["perf"]
+    assert rows and all(r.source == "Nsight Compute" and r.bandwidth_pct is not None for r in rows)
+    assert perf["roofline"]["points"] == [] and "no FLOP counts" in perf["roofline"]["missing"]
+
+
 def test_a_task_without_a_model_or_counters_gets_a_sentence_instead_of_a_roofline(library, admin_user):
     run = _import("vector_add_make", admin_user)  # a make task: sizes are cases, no bytes/FLOPs model
     turn = run.turns.get(round_index=0, debug_index=0)

@@ -112,6 +112,7 @@ def speedup_series(items: list[TurnItem], results: dict[int, list[dict]], order=
     baseline = next((results.get(i.id) for i in items if i.kind == TurnKind.BASELINE), None) or []
     labels = [size_label(r.get("params") or {}, order) for r in baseline]
     turns = [i for i in items if i.kind != TurnKind.BASELINE]
+
     def row_at(item: TurnItem, n: int) -> dict:
         return next((r for k, r in enumerate(results.get(item.id) or []) if r.get("index", k) == n), {})
 
@@ -249,7 +250,6 @@ class AssemblyView:
 
 
 def _mapped(lines: list[SafeString], source: tuple[int | None, ...]) -> list[AsmLine]:
-    lines = lines + [mark_safe("")] * (len(source) - len(lines))  # a trailing blank line the lexer dropped
     return [AsmLine(html, n, n % BANDS if n is not None else None) for html, n in zip(lines, source, strict=True)]
 
 

@@ -508,17 +508,32 @@ function chartPNG(chart) {
   const { plots, theme } = chart;
   const r = devicePixelRatio;
   const rows = plots.map(({ spec, u }) => {
-    const legend = [...spec.series.filter((_, k) => u.series[k + 1].show).map((s) => [s.label, s.color])];
+    const legend = [...spec.series.filter((_, k) => u.series[k + 1].show).map((s) => [`${s.label}: ${restingValue(spec, s)}`, s.color])];
     if (spec.fails && spec.fails.length && u.series[spec.series.length + 1].show) legend.push([spec.failLabel || "failed", RED]);
     return { spec, canvas: u.ctx.canvas, titleH: spec.title ? 18 * r : 0, legend, legendH: 18 * r };
   });
   const canvas = document.createElement("canvas");
   canvas.width = Math.max(...rows.map((x) => x.canvas.width));
-  canvas.height = rows.reduce((h, x) => h + x.titleH + x.canvas.height + x.legendH, 0);
+  const font = FONT.replace("11px", `${11 * r}px`);
   const ctx = canvas.getContext("2d");
+  ctx.font = font;
+  // Legend entries flow into as many lines as the width needs: lay them out before sizing the canvas.
+  for (const row of rows) {
+    let x = 50 * r;
+    let line = 0;
+    row.placed = row.legend.map(([label, color]) => {
+      const w = 24 * r + ctx.measureText(label).width;
+      if (x > 50 * r && x + w > canvas.width) (x = 50 * r), line++;
+      const at = { label, color, x, line };
+      x += w;
+      return at;
+    });
+    row.legendH = 18 * r * (line + 1);
+  }
+  canvas.height = rows.reduce((h, x) => h + x.titleH + x.canvas.height + x.legendH, 0);
   ctx.fillStyle = theme.bg;
   ctx.fillRect(0, 0, canvas.width, canvas.height);
-  ctx.font = FONT.replace("11px", `${11 * r}px`);
+  ctx.font = font; // resizing the canvas reset the context
   ctx.textBaseline = "middle";
   let y = 0;
   for (const row of rows) {
@@ -530,14 +545,13 @@ function chartPNG(chart) {
     y += row.titleH;
     ctx.drawImage(row.canvas, 0, y);
     y += row.canvas.height;
-    let x = 50 * r;
     ctx.textAlign = "left";
-    for (const [label, color] of row.legend) {
+    for (const { label, color, x, line } of row.placed) {
+      const ly = y + line * 18 * r;
       ctx.fillStyle = color;
-      ctx.fillRect(x, y + 4 * r, 10 * r, 10 * r);
+      ctx.fillRect(x, ly + 4 * r, 10 * r, 10 * r);
       ctx.fillStyle = theme.fg;
-      ctx.fillText(label, x + 14 * r, y + 9 * r);
-      x += 24 * r + ctx.measureText(label).width;
+      ctx.fillText(label, x + 14 * r, ly + 9 * r);
     }
     y += row.legendH;
   }

@@ -157,6 +157,8 @@ def test_the_speedup_chart_is_one_log_scale_chart_with_titled_axes_and_valued_le
     legend = chart.locator(".u-legend").inner_text()
     assert "--" not in legend and "(best)" in legend and "×" in legend
     assert "N=16" in legend  # a line per size
+    png = page.evaluate("sel => window.KWCharts.png(document.querySelector(sel))", "[data-chart='speedup']")
+    assert png.startswith("data:image/png;base64,") and len(png) > 5000  # 16 sizes' legend wraps inside
     score = _svg(page, "[data-chart='score']")
     assert "P (weighted speedup)" in score and ">turn</text>" in score
     page.locator("#run-charts").scroll_into_view_if_needed()

@@ -122,10 +122,10 @@ const KINDS = {
     const hi = 10 ** Math.ceil(Math.log10(Math.max(...ais, ...ridges) * 2));
     const x = [...new Set([lo, hi, ...ridges, ...ais])].sort((a, b) => a - b);
     const series = computes.map((c, i) => ({
-      label: `roof: ${roofs.memory} · ${c.label}`,
+      label: i ? "tensor roof" : "roof",
       style: i ? "dash" : "roof",
       color: i ? GREY : theme0,
-      legendText: `ridge at ${fmt(c.flops / bw)} FLOP/B`,
+      legendText: `${roofs.memory} · ${c.label} · ridge at ${fmt(c.flops / bw)} FLOP/B`,
       values: x.map((v) => Math.min(bw * v, c.flops)),
     }));
     points.forEach((p, i) => {

@@ -28,7 +28,11 @@ from apps.runs.codeview import (
     side_by_side,
 )
 from apps.runs.models import AgentCall, Bottleneck, Profile, Run, Turn, TurnAssembly, TurnKind
+from apps.runs.peaks import Peaks, for_gpu
+from apps.runs.roofline import SizePerf, roofline_data, size_perf
+from apps.runs.sass import highlight_ptx, highlight_sass
 from apps.runs.sizes import param_order, size_label
+from worker.engine.assembly import ptx_line_map, sass_line_map
 
 AGAINST = ("baseline", "parent", "best")
 PENDING_VERDICTS = ("", "queued")  # not evaluated yet (a manual turn waits as "queued")
@@ -96,7 +100,8 @@ def timeline(run: Run) -> list[TurnItem]:
 
 
 def chart_data(items: list[TurnItem], results: dict[int, list[dict]], order=()) -> dict[str, Any]:
-    """JSON for kw-charts: P and best-so-far per turn, and speedup per size per turn."""
+    """JSON for kw-charts: P and best-so-far per turn, and speedup per size over turns (one line per size,
+    with the library reference's speedup over the baseline where one was timed)."""
     best = None
     score_turns = []
     for item in items:
@@ -106,17 +111,36 @@ def chart_data(items: list[TurnItem], results: dict[int, list[dict]], order=()) 
         if score is not None:
             best = score if best is None else max(best, score)
         score_turns.append({"label": item.label, "score": score, "best": best, "valid": item.valid})
+    return {"score": {"turns": score_turns, "ylabel": "P (weighted speedup)"},
+            "speedup": speedup_series(items, results, order)}
+
+
+def speedup_series(items: list[TurnItem], results: dict[int, list[dict]], order=()) -> dict[str, Any]:
+    """Per size: the speedup of every non-baseline turn (None where it failed or did not run), and the
+    library reference's speedup over the baseline (baseline time / reference time) where it was measured."""
     baseline = next((results.get(i.id) for i in items if i.kind == TurnKind.BASELINE), None) or []
-    sizes = [size_label(r.get("params") or {}, order) for r in baseline]
-    strips = []
-    for item in items:
-        if item.kind == TurnKind.BASELINE or not sizes:
-            continue
-        by_index = {r.get("index", n): r for n, r in enumerate(results.get(item.id) or [])}
-        speedups = [by_index.get(n, {}).get("speedup") for n in range(len(sizes))]
-        strips.append({"label": item.label, "speedups": speedups,
-                       "failed": [not item.valid or s is None for s in speedups]})
-    return {"score": {"turns": score_turns, "ylabel": "P"}, "sizes": {"sizes": sizes, "turns": strips}}
+    labels = [size_label(r.get("params") or {}, order) for r in baseline]
+    turns = [i for i in items if i.kind != TurnKind.BASELINE]
+
+    def row_at(item: TurnItem, n: int) -> dict:
+        return next((r for k, r in enumerate(results.get(item.id) or []) if r.get("index", k) == n), {})
+
+    def reference(row: dict) -> float | None:
+        ref_ms, base_ms = (row.get("reference") or {}).get("mean_ms"), (row.get("baseline") or {}).get("mean_ms")
+        return base_ms / ref_ms if ref_ms and base_ms else None
+
+    series = []
+    for n, label in enumerate(labels):
+        values = []
+        for item in turns:
+            speedup = row_at(item, n).get("speedup")
+            values.append(speedup if item.valid and isinstance(speedup, int | float) and speedup > 0 else None)
+        # The reference as timed beside the baseline, else beside the first turn that timed it.
+        ref = reference(baseline[n]) or next((r for i in turns if (r := reference(row_at(i, n)))), None)
+        series.append({"label": label, "values": values, "reference": ref})
+    best_index = next((k for k, i in enumerate(turns) if i.is_best), None)
+    return {"turns": [i.label for i in turns], "failed": [not i.valid for i in turns], "sizes": series,
+            "best_index": best_index, "ylabel": "speedup over baseline (×, log scale)"}
 
 
 def results_by_turn(run: Run) -> dict[int, list[dict]]:
@@ -199,6 +223,9 @@ class TurnPanel:
     manual_code: str = ""
     links: dict[str, str] = field(default_factory=dict)
     assembly: AssemblyView | None = None
+    perf: list[SizePerf] = field(default_factory=list)  # achieved bandwidth and FLOP/s per size
+    roofline: dict[str, Any] = field(default_factory=dict)  # kw-charts `roofline` data
+    peaks: Peaks | None = None
 
     @property
     def has_reference(self) -> bool:
@@ -224,24 +251,51 @@ class TurnPanel:
         return self.turn.verdict in PENDING_VERDICTS
 
 
+BANDS = 8  # colour bands cycled over source lines, as Compiler Explorer does
+
+
+@dataclass(frozen=True)
+class AsmLine:
+    """One shown line of a listing or of the source, with the source line it maps to and its colour band."""
+
+    html: SafeString
+    source: int | None = None
+    band: int | None = None
+
+
 @dataclass
 class AssemblyView:
-    """A turn's PTX and SASS, highlighted per line (loaded only for the selected turn)."""
+    """A turn's source beside its PTX and SASS, line-mapped (loaded only for the selected turn)."""
 
-    ptx: list[SafeString]
-    sass: list[SafeString]
+    source: list[AsmLine]
+    ptx: list[AsmLine]
+    sass: list[AsmLine]
     note: str
     kernels: list[str]  # SASS function names, in order, for the jump list
+    resources: list[dict]  # ptxas -v per kernel: registers, spills, shared memory, stack
+    mapped: bool  # whether any instruction carries a source line (the build had -lineinfo)
 
 
-def assembly_view(turn: Turn) -> AssemblyView | None:
+def _mapped(lines: list[SafeString], source: tuple[int | None, ...]) -> list[AsmLine]:
+    return [AsmLine(html, n, n % BANDS if n is not None else None) for html, n in zip(lines, source, strict=True)]
+
+
+def assembly_view(turn: Turn, language: str = "cuda") -> AssemblyView | None:
     stored = TurnAssembly.objects.filter(turn=turn).first()
     if stored is None:
         return None
-    kernels = [line.split("Function :", 1)[1].strip() for line in stored.sass.splitlines() if "Function :" in line]
-    return AssemblyView(ptx=highlight_lines(stored.ptx, "ptx") if stored.ptx else [],
-                        sass=highlight_lines(stored.sass, "gas") if stored.sass else [],
-                        note=stored.note, kernels=kernels)
+    sass = sass_line_map(stored.sass)
+    ptx = ptx_line_map(stored.ptx)
+    used = {n for n in (*sass.source, *ptx.source) if n is not None}
+    code = highlight_lines(turn.code, language) if turn.code else []
+    source = [AsmLine(html, n, n % BANDS if n in used else None) for n, html in enumerate(code, start=1)]
+    kernels = [line.split("Function :", 1)[1].strip() for line in sass.lines if "Function :" in line]
+    return AssemblyView(
+        source=source,
+        ptx=_mapped(highlight_ptx(ptx.lines), ptx.source),
+        sass=_mapped(highlight_sass(sass.lines), sass.source),
+        note=stored.note, kernels=kernels, resources=list((turn.ptxas or {}).get("kernels") or []),
+        mapped=sass.mapped or ptx.mapped)
 
 
 _SANITIZE_TAGS = {"p", "ul", "ol", "li", "code", "pre", "em", "strong", "a", "h3", "h4", "blockquote", "br",
@@ -355,8 +409,24 @@ def turn_panel(run: Run, turn: Turn, *, against: str = "baseline", pin: tuple[in
         log=compile_log_lines(turn.compile_log), ptxas=ptxas, results=result_rows(turn.results, order),
         pinned_label=turn_label(pinned.round_index, pinned.debug_index) if pinned else "",
         profiles=profile_blocks(turn, pinned, order), calls=list(turn.agent_calls.all()), manual_code=turn.code,
-        assembly=assembly_view(turn),
+        assembly=assembly_view(turn, language), **performance(run, turn, order),
     )
+
+
+def performance(run: Run, turn: Turn, order=()) -> dict[str, Any]:
+    """The turn's achieved bandwidth and FLOP/s per size against the GPU's peaks, and its roofline."""
+    profiles: dict[int, list[dict]] = defaultdict(list)
+    for p in turn.profiles.all():
+        profiles[p.size_index].append({**(p.full_metrics or {}), **(p.filtered_metrics or {})})
+    labels = {r.get("index", n): size_label(r.get("params") or {}, order) for n, r in enumerate(turn.results or [])}
+    gpu = run.gpu_name or next((p.gpu_name for p in turn.profiles.all() if p.gpu_name), "")
+    peaks = for_gpu(gpu)
+    perf = size_perf(run.task, run.task.precision, turn.results, profiles, peaks, labels,
+                     baseline=turn.kind == TurnKind.BASELINE)
+    label = turn_label(turn.round_index, turn.debug_index)
+    side = "baseline" if turn.kind == TurnKind.BASELINE else "candidate"
+    timed = any((r.get(side) or {}).get("mean_ms") for r in turn.results or [])
+    return {"perf": perf, "peaks": peaks, "roofline": roofline_data(gpu, run.task.precision, perf, label, timed)}
 
 
 def select_turn(run: Run, label: str | None) -> Turn | None:

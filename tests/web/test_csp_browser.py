@@ -85,7 +85,7 @@ def test_the_main_pages_load_without_content_security_policy_violations(browser,
     run = stack.query("SELECT id FROM runs_run ORDER BY id LIMIT 1")[0][0]
     experiment = stack.query("SELECT id FROM experiments_experiment ORDER BY id LIMIT 1")[0][0]
     visitor.visit(f"{stack.url}/runs/", "main table")
-    visitor.visit(f"{stack.url}/runs/{run}/", "[data-chart] canvas")  # charts drawn, websocket open
+    visitor.visit(f"{stack.url}/runs/{run}/", "#run-charts [data-chart] canvas")  # charts drawn, websocket open
     visitor.visit(f"{stack.url}/runs/{run}/?turn=1.0", ".turn-toolbar")
     visitor.page.click(".tab-bar a[data-tab='edit']")  # the CodeMirror editor
     visitor.page.wait_for_selector("#tab-edit .cm-content")

@@ -45,7 +45,7 @@ def test_the_viewer_shows_header_timeline_best_turn_diff_and_every_tab(client, u
         assert f'id="{tab}"' in html
     assert "Registers" in html and "Speedup" in html and "Pinned 0.0" in html
     assert "N=16, C=256" in html  # sizes in the entry point's order, also where jsonb reorders keys
-    assert 'data-chart="score"' in html and 'data-chart="size-strips"' in html
+    assert 'data-chart="score"' in html and 'data-chart="speedup"' in html
 
 
 def test_a_compile_error_links_to_the_code_line(client, user, demo_run):
@@ -168,7 +168,8 @@ def test_the_assembly_tab_shows_the_turns_sass_and_ptx_highlighted_and_escaped(c
     client.force_login(user)
     html = page(client, run, turn="1.0")
     assert 'id="tab-asm"' in html and "PTX cut at 200 KiB" in html
-    assert "LDG.E" in html and "softmax_kernel&lt;script&gt;" in html and "<script>" not in html.split("tab-asm")[1]
+    assert '<span class="k">LDG</span><span class="na">.E</span>' in html and "softmax_kernel&lt;script&gt;" in html
+    assert "<script>" not in html.split("tab-asm")[1]
     assert "listing-ptx" in html and "(6 lines)" in html and "rd1" in html  # PTX, one row per line
     Turn.objects.create(run=run, round_index=2, kind="optimize", code="k", verdict="compile_error")
     assert "No PTX/SASS stored for this turn" in page(client, run, turn="2.0")

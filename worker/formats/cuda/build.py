@@ -377,7 +377,9 @@ def build(
         # NVTX's header-only loader (pulled in by CUB's device algorithms) dlopens an injection library named
         # by an environment variable; the harness owns profiling, so candidates build without it.
         no_nvtx = ["-DCCCL_DISABLE_NVTX", "-DNVTX_DISABLE"]
-        cand_argv = [nvcc, *flag_check.flags, *verbose, *include, *no_nvtx, "-c", "candidate.cu", "-o",
+        # -lineinfo only adds line tables (no change to the code): the viewer maps SASS and PTX to source lines.
+        lineinfo = [] if {"-lineinfo", "--generate-line-info"} & set(flag_check.flags) else ["-lineinfo"]
+        cand_argv = [nvcc, *flag_check.flags, *verbose, *lineinfo, *include, *no_nvtx, "-c", "candidate.cu", "-o",
                      "candidate.o"]
         key = _sha(*common, "candidate", " ".join(cand_argv[1:]), candidate_source)
         jobs.append(

@@ -103,7 +103,7 @@ def test_returns_compile_errors_verbatim_with_the_exact_command(scale_spec, no_g
     )
     assert not built.ok and built.failure is built.candidate
     assert built.candidate.command == (
-        "nvcc -O2 -arch=sm_90 -Xptxas -v -DCCCL_DISABLE_NVTX -DNVTX_DISABLE -c candidate.cu -o candidate.o"
+        "nvcc -O2 -arch=sm_90 -Xptxas -v -lineinfo -DCCCL_DISABLE_NVTX -DNVTX_DISABLE -c candidate.cu -o candidate.o"
     )
     assert 'candidate.cu(3): error: expected a ";"' in built.candidate.log
     assert "undeclared_name += 1;" in built.candidate.log  # nvcc's source excerpt, untouched

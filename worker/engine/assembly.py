@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.engine import sandbox
+from worker.engine import confine, sandbox
 from worker.engine.toolchain import find_tool
 
 CAP = 200 * 1024  # per listing; a turn's row stays small even with a large unrolled kernel
@@ -88,7 +88,7 @@ def dump(obj: Path | str, timeout_s: float = 60.0) -> Assembly:
             listings[what] = ""
             continue
         res = sandbox.run([cuobjdump, f"-{what}", obj.name], obj.parent, timeout_s, env_extra=env,
-                          name=f"cuobjdump-{what}", output_cap=4 * CAP)
+                          name=f"cuobjdump-{what}", output_cap=4 * CAP, policy=confine.build_policy(obj.parent))
         if not res.ok:
             notes.append(f"cuobjdump -{what} failed: {res.stderr.strip()[-300:] or res.returncode}")
             listings[what] = ""

@@ -365,6 +365,9 @@ def evaluation_note() -> str:
     if not runs_confined():
         return ("UNCONFINED RUNS: candidate programs ran without Landlock/seccomp (KW_CONFINE_RUN=0 on this "
                 "worker); builds were confined")
+    partial = support().problems
+    if partial:
+        return "PARTLY CONFINED: " + "; ".join(partial)
     return ""
 
 

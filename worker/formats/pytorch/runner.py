@@ -148,7 +148,7 @@ class TorchContext(EvalContext):
                        if k in env)
         for folder in writes:
             Path(folder).mkdir(parents=True, exist_ok=True)
-        execute = (*confine.SYSTEM_PATHS, sys.prefix)
+        execute = (*confine.SYSTEM_PATHS, sys.prefix, sys.base_prefix)  # the interpreter may live outside /usr
         if mode == "build":
             return confine.build_policy(self.work, read=reads, write=writes, execute=execute)
         return confine.candidate_run(sys.executable, self.work, read=reads, write=writes, execute=execute,

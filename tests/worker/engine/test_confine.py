@@ -271,3 +271,29 @@ def test_signals_to_processes_inside_the_sandbox_still_work(tmp_path):
                       policy=confine.build_policy(tmp_path, execute=(sys.prefix, sys.base_prefix)))
     assert res.ok, res.output
     assert f"status {signal.SIGTERM}" in res.stdout
+
+
+# ---------------------------------------------------------------- the harness run applies it by default
+
+
+def test_the_harness_run_confines_the_candidate_program_by_default_and_the_operator_can_turn_it_off(
+        hostile, scale_spec, tmp_path, monkeypatch):
+    """worker.engine.harness.run_harness (every C/CUDA check, timing and locate run) under the gpu-run policy;
+    KW_CONFINE_RUN=0 lifts it. The hostile program stands in for a harness with a hostile candidate linked in."""
+    from worker.engine.harness import run_harness
+
+    monkeypatch.delenv("KW_CONFINE_RUN", raising=False)
+    sizes = [dict(scale_spec.sizes[0])]
+
+    confined = run_harness(str(hostile["gcc"]), scale_spec, "fp32", "check", "candidate", sizes, tmp_path / "a", 30)
+    c = confined.result.confinement
+    assert c is not None and c.policy == "gpu-run" and c.enforced
+    found = attempts(confined.result.stdout)
+    assert found["read_etc_passwd"] == "denied 13" and found["exec_sh"] == "denied 13"
+    assert found["connect_tcp"].startswith("denied") and found["fork_exec_sh"] == "denied 1"
+    assert not confined.ok and confined.crash is not None and confined.crash.kind == "missing_output"
+
+    monkeypatch.setenv("KW_CONFINE_RUN", "0")
+    unconfined = run_harness(str(hostile["gcc"]), scale_spec, "fp32", "check", "candidate", sizes, tmp_path / "b", 30)
+    assert unconfined.result.confinement is None
+    assert attempts(unconfined.result.stdout)["read_etc_passwd"] == "ok"

@@ -275,9 +275,11 @@ def candidate_run(program: str | os.PathLike, scratch: str | os.PathLike, *, too
 
 
 def _toolkit_roots() -> tuple[str, ...]:
+    """The CUDA toolkit, the extra NVIDIA libraries and the operator's LD_LIBRARY_PATH (a container's driver
+    libraries often live there): all set by the worker's environment, never by a candidate."""
     roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda", "/opt/cuda",
-             os.environ.get("KW_CUDA_EXTRA")]
-    return tuple(dict.fromkeys(os.path.realpath(r) for r in roots if r))
+             os.environ.get("KW_CUDA_EXTRA"), *os.environ.get("LD_LIBRARY_PATH", "").split(":")]
+    return tuple(dict.fromkeys(os.path.realpath(r) for r in roots if r and os.path.isabs(r) and r.strip("/")))
 
 
 def paths_in(argv: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.engine import sandbox
+from worker.engine import confine, sandbox
 from worker.engine.toolchain import find_tool
 
 CAP = 200 * 1024  # per listing; a turn's row stays small even with a large unrolled kernel
@@ -207,12 +207,14 @@ def _sass(cuobjdump: str, nvdisasm: str, obj: Path, env: dict[str, str], timeout
     """SASS with line markers from the object's cubins; cuobjdump -sass (no lines) where that fails."""
     with tempfile.TemporaryDirectory(prefix="kw-sass-", dir=obj.parent) as tmp:
         work = Path(tmp)
-        res = sandbox.run([cuobjdump, "-xelf", "all", str(obj.resolve())], work, timeout_s, name="cuobjdump-xelf")
+        policy = confine.build_policy(obj.parent)
+        res = sandbox.run([cuobjdump, "-xelf", "all", str(obj.resolve())], work, timeout_s, name="cuobjdump-xelf",
+                          policy=policy)
         cubins = sorted(work.glob("*.cubin")) if res.ok else []
         parts = []
         for cubin in cubins:
             dis = sandbox.run([nvdisasm, "-c", "-gi", cubin.name], work, timeout_s, name=f"nvdisasm-{cubin.stem}",
-                              output_cap=4 * CAP)
+                              output_cap=4 * CAP, policy=policy)
             if not dis.ok:
                 parts = []
                 break
@@ -220,7 +222,7 @@ def _sass(cuobjdump: str, nvdisasm: str, obj: Path, env: dict[str, str], timeout
         if parts:
             return "\n\n".join(p for p in parts if p)
     res = sandbox.run([cuobjdump, "-sass", obj.name], obj.parent, timeout_s, env_extra=env, name="cuobjdump-sass",
-                      output_cap=4 * CAP)
+                      output_cap=4 * CAP, policy=confine.build_policy(obj.parent))
     if not res.ok:
         notes.append(f"cuobjdump -sass failed: {res.stderr.strip()[-300:] or res.returncode}")
         return ""
@@ -237,7 +239,7 @@ def dump(obj: Path | str, timeout_s: float = 60.0) -> Assembly:
     env = {"NVDISASM_PATH": str(Path(nvdisasm).parent)} if nvdisasm else {}
     notes: list[str] = []
     res = sandbox.run([cuobjdump, "-ptx", obj.name], obj.parent, timeout_s, env_extra=env, name="cuobjdump-ptx",
-                      output_cap=4 * CAP)
+                      output_cap=4 * CAP, policy=confine.build_policy(obj.parent))
     ptx = ""
     if res.ok:
         ptx = _cap(clean_ptx(res.stdout), "PTX", notes)

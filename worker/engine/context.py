@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from worker.engine import ncu
+from worker.engine import confine, ncu
 from worker.engine import toolchain as tc
 from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 from worker.engine.results import Evaluation, Verdict
@@ -112,6 +112,9 @@ class EvalContext:
 
     def base(self, **fields: Any) -> Evaluation:
         self.phases["total"] = time.monotonic() - self.started
+        note = confine.evaluation_note()  # never silently unconfined (docs/threat-model.md)
+        if note:
+            fields["notes"] = (*fields.get("notes", ()), note)
         return Evaluation(
             task=self.spec.name,
             precision=self.precision,

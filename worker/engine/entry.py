@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from worker.engine import confine
 from worker.engine import toolchain as tc
 from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
-from worker.engine.results import Evaluation
+from worker.engine.results import CrashInfo, Evaluation, Verdict
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ def run_steps(steps: Steps, ctx: EvalContext, kind: str, work: Callable[[], Eval
     """`work` in `ctx`, after the format's pre-check, guarded."""
 
     def checked() -> Evaluation:
+        unconfined = confine.unconfined_reason()
+        if unconfined and not confine.unconfined_allowed():
+            why = (f"this worker cannot confine candidate code ({unconfined}) and refuses to evaluate it "
+                   "unconfined (KW_ALLOW_UNCONFINED=1 allows it, and the result then says so); a worker problem, "
+                   "not the candidate's")
+            return ctx.base(verdict=Verdict.RUNTIME_ERROR, kind=kind, reason=why, crash=CrashInfo("unconfined", why))
         early = steps.precheck(ctx, kind) if steps.precheck else None
         return early or work()
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from worker.engine import sandbox
+from worker.engine import confine, sandbox
 from worker.engine.results import CrashInfo
 from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP
 
@@ -111,7 +111,7 @@ def harness_argv(
 
 # Failures the harness reports that are not the candidate's doing: never located or memchecked.
 SYSTEM_KINDS = frozenset(
-    {"bad_args", "no_candidate", "baseline_failed", "harness_error", "no_device", "not_started"}
+    {"bad_args", "no_candidate", "baseline_failed", "harness_error", "no_device", "not_started", "unconfined"}
 )
 
 
@@ -137,6 +137,10 @@ def classify_crash(
         "stderr_tail": stderr,
         "size_index": index if isinstance(index, int) else None,
     }
+    if res.confinement is not None and res.confinement.refused:
+        problems = "; ".join(res.confinement.problems) or "confinement unavailable"
+        return CrashInfo("unconfined", f"the worker refused to run it unconfined ({problems}); "
+                                       "KW_ALLOW_UNCONFINED=1 allows it", **common)
     if res.timed_out:
         return CrashInfo("timeout", f"killed after the {res.wall_s:.0f} s wall-clock limit{phase}", **common)
     died = err.get("kind") == "incomplete"  # a checkpoint: where it was, not why it stopped
@@ -214,7 +218,9 @@ def run_harness(
     out = work_dir / f"{tag}.json"
     out.unlink(missing_ok=True)
     argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out), **kwargs)]
-    res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS)
+    # Confined before its first instruction (the candidate is linked in): docs/threat-model.md.
+    policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None)
+    res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy)
     data = read_result(out) if out.is_file() else None
     return HarnessRun(mode, impl, data, res, classify_crash(res, data, out.is_file()))
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from worker.engine import sandbox
+from worker.engine import confine, sandbox
 from worker.engine.harness import HARNESS_LIMITS
 from worker.engine.results import Bottleneck, Profile
 from worker.engine.toolchain import Toolchain
@@ -412,7 +412,9 @@ def profile(
     for from_start in (False, True):
         argv = ncu_argv(toolchain.ncu, mode, kernel_regex, from_start) + list(program)
         # The profiled program is the candidate: it gets the harness's limits, network namespace included.
-        res = sandbox.run(argv, work_dir, timeout_s, name="ncu", output_cap=4 * 1024 * 1024, limits=HARNESS_LIMITS)
+        policy = confine.candidate_run(program[0], work_dir, tool=toolchain.ncu)
+        res = sandbox.run(argv, work_dir, timeout_s, name="ncu", output_cap=4 * 1024 * 1024, limits=HARNESS_LIMITS,
+                          policy=policy)
         log = res.output
         command = " ".join(argv)
         if res.timed_out:

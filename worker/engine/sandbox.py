@@ -5,7 +5,11 @@
 - cwd is a scratch directory, HOME and TMPDIR point into it;
 - environment scrubbed to an allowlist: no API keys, no DATABASE_URL, no REDIS_URL;
 - stdout/stderr go to files; only a capped head+tail is read back;
-- resource limits (core, CPU time, file size, optionally process count).
+- resource limits (core, CPU time, file size, optionally process count);
+- with a `policy`, confinement (worker.engine.confine: no_new_privs, Landlock, seccomp) applied before
+  the real program starts, so even its static constructors run confined. The trampoline reports what it
+  put in force over a pipe it closes before execve (the program cannot write a report of its own), and
+  refuses to start the program unconfined unless the operator allows it (KW_ALLOW_UNCONFINED).
 
 Limits are applied by a tiny Python trampoline that calls setrlimit and then
 execs the real program, instead of `preexec_fn`: the build compiles objects
@@ -23,6 +27,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from worker.engine import confine
 
 ENV_ALLOWLIST = (
     "PATH",
@@ -70,6 +77,22 @@ for name, value in options["rlimits"].items():
         resource.setrlimit(kind, (soft, hard))
     except (ValueError, OSError) as exc:
         sys.stderr.write(f"sandbox: cannot set {name}: {exc}\\n")
+if options.get("confine"):
+    # worker.engine.confine, loaded by path: the trampoline runs isolated (-I -S), without the worker's path.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("kw_confine", options["confine_module"])
+    confine = importlib.util.module_from_spec(spec)
+    sys.modules["kw_confine"] = confine
+    spec.loader.exec_module(confine)
+    report = confine.apply(confine.Policy.from_dict(options["confine"]))
+    refused = not report["enforced"] and not options["allow_unconfined"]
+    report["refused"] = refused
+    os.write(options["status_fd"], confine.report_json(report).encode())
+    os.close(options["status_fd"])
+    if refused:
+        sys.stderr.write("sandbox: refusing to run unconfined (" + "; ".join(report["problems"])
+                         + "): set KW_ALLOW_UNCONFINED=1 to allow it\\n")
+        os._exit(126)
 argv = sys.argv[2:]
 try:
     os.execvp(argv[0], argv)
@@ -92,6 +115,25 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Confinement:
+    """What the trampoline put in force before the program started (worker.engine.confine.apply)."""
+
+    policy: str
+    enforced: bool  # no_new_privs, Landlock and seccomp all in force
+    refused: bool  # not enforced and not allowed: the program never started
+    landlock_abi: int = 0
+    landlock: bool = False
+    seccomp: bool = False
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> Confinement:
+        return cls(str(report.get("policy", "")), bool(report.get("enforced")), bool(report.get("refused")),
+                   int(report.get("landlock_abi") or 0), bool(report.get("landlock")), bool(report.get("seccomp")),
+                   tuple(map(str, report.get("problems") or ())))
+
+
+@dataclass(frozen=True)
 class SandboxResult:
     argv: tuple[str, ...]
     returncode: int | None  # None only if the process could not be started
@@ -103,6 +145,7 @@ class SandboxResult:
     stdout_path: str
     stderr_path: str
     cwd: str
+    confinement: Confinement | None = None  # None: no policy was asked for, or the trampoline never reported
 
     @property
     def ok(self) -> bool:
@@ -168,6 +211,7 @@ def run(
     name: str = "run",
     output_cap: int = 256 * 1024,
     grace_s: float = 2.0,
+    policy: confine.Policy | None = None,
 ) -> SandboxResult:
     """Run argv in cwd with a wall-clock timeout; the result is returned, never raised.
 
@@ -185,7 +229,13 @@ def run(
         "RLIMIT_FSIZE": limits.file_bytes,
         "RLIMIT_NPROC": limits.processes,
     }
-    options = json.dumps({"rlimits": rlimits, "isolate_network": limits.isolate_network})
+    status_r = status_w = -1
+    opts: dict[str, Any] = {"rlimits": rlimits, "isolate_network": limits.isolate_network}
+    if policy is not None:
+        status_r, status_w = os.pipe()
+        opts.update(confine=policy.to_dict(), confine_module=confine.__file__, status_fd=status_w,
+                    allow_unconfined=confine.unconfined_allowed())
+    options = json.dumps(opts)
     full = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, options, *[str(a) for a in argv]]
     start = time.monotonic()
     timed_out = False
@@ -200,8 +250,10 @@ def run(
                 stderr=err,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=(status_w,) if policy is not None else (),
             )
         except OSError as exc:
+            _close(status_r, status_w)
             err.write(f"sandbox: cannot start {argv[0]!r}: {exc}\n".encode())
             err.flush()
             return SandboxResult(
@@ -216,6 +268,7 @@ def run(
                 str(err_path),
                 str(cwd),
             )
+        _close(status_w)
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -230,6 +283,7 @@ def run(
         _kill_group(proc.pid, signal.SIGKILL)
     wall = time.monotonic() - start
     rc = proc.returncode
+    confinement = _read_report(status_r) if policy is not None else None
     return SandboxResult(
         argv=tuple(map(str, argv)),
         returncode=rc,
@@ -241,4 +295,31 @@ def run(
         stdout_path=str(out_path),
         stderr_path=str(err_path),
         cwd=str(cwd),
+        confinement=confinement,
     )
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _read_report(fd: int) -> Confinement | None:
+    """The trampoline's report: it closed its end before execve and the process has ended, so this never
+    blocks; nothing the program did can have written here."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        pass
+    finally:
+        _close(fd)
+    try:
+        return Confinement.from_report(json.loads(b"".join(chunks)))
+    except ValueError:
+        return None

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from worker.engine import assembly, objcheck, sandbox
+from worker.engine import assembly, confine, objcheck, sandbox
 from worker.engine.context import HARNESS_DIR, REPO_ROOT  # noqa: F401  (REPO_ROOT: worker.cli reads it here)
 from worker.engine.results import CompileResult, KernelResources
 from worker.engine.toolchain import Toolchain
@@ -243,7 +243,11 @@ def _run_job(job: _Job, timeout_s: float) -> CompileResult:
             return hit
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged entry is rebuilt below
-    res = sandbox.run(job.argv, job.cwd, timeout_s, name=f"nvcc-{job.role}")
+    # Confined (docs/threat-model.md): the candidate's compile reads no file outside the toolkit and the system's
+    # headers (an `#include "/etc/passwd"` fails); the task's own compiles also read the folders their argv names.
+    reads = () if job.role == "candidate" else confine.paths_in(job.argv)
+    res = sandbox.run(job.argv, job.cwd, timeout_s, name=f"nvcc-{job.role}",
+                      policy=confine.build_policy(job.cwd, read=reads))
     log = res.output
     if res.timed_out:
         log += f"\n[compile of {job.role} timed out after {timeout_s:.0f} s]"

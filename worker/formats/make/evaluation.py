@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from worker.engine import objcheck, sandbox
+from worker.engine import confine, objcheck, sandbox
 from worker.engine.context import EvalContext
 from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import HARNESS_LIMITS, classify_crash
@@ -231,7 +231,9 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
     timeout = min(o.compile_timeout_s, spec.runner.timeout_sec)
     ctx.progress(f"{spec.name}: build the {role} ({spec.build.cmd})")
     with ctx.phase("compile"):
-        res = sandbox.run(spec.build.argv, ws, timeout, env_extra=ctx.build_env(), name="kw-build")
+        # The Makefile is the candidate's to run (any command): confined to its workspace (docs/threat-model.md).
+        res = sandbox.run(spec.build.argv, ws, timeout, env_extra=ctx.build_env(), name="kw-build",
+                          policy=confine.build_policy(ws))
     log = res.output + (f"\n[stopped after the {timeout:.0f} s build limit]" if res.timed_out else "")
     compiled = CompileResult(role=role, ok=res.ok, command=shlex.join(spec.build.argv), log=log,
                              seconds=round(res.wall_s, 3))
@@ -260,7 +262,8 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
     ctx.progress(f"{spec.name}: run the {role} ({spec.execute.cmd})")
     with ctx.phase("check" if role == "candidate" else "time_baseline"), ctx.gpu():
         result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=ctx.run_env(),
-                                 limits=HARNESS_LIMITS, name="kw-run")
+                             limits=HARNESS_LIMITS, name="kw-run",
+                             policy=confine.candidate_run(ws / spec.execute.argv[0], ws))
     return _Run(compiled, result)
 
 

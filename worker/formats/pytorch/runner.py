@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from worker.engine import sandbox
+from worker.engine import confine, sandbox
 from worker.engine import toolchain as tc
 from worker.engine.context import EvalContext, EvalOptions, Progress
 from worker.engine.harness import HARNESS_LIMITS, classify_crash, read_result
@@ -136,6 +136,24 @@ class TorchContext(EvalContext):
             env["TRITON_CACHE_DIR"] = str(root / "triton")
         return env
 
+    def confinement(self, mode: str, env: dict[str, str], *, hide_gpu: bool,
+                    tool: str | None) -> confine.Policy | None:
+        """The child's confinement (docs/threat-model.md). Read-only: the system, the worker's Python and its
+        packages, the task folder and the harness; writable: the scratch folder and the extension (and
+        torch.compile) caches. load_inline re-checks its build with ninja and the compiler in every fresh
+        process, so every mode may start the toolchain's programs; no network, no /proc/self, no other
+        processes' files, memory or signals."""
+        reads = tuple(dict.fromkeys((sys.prefix, sys.base_prefix, str(HARNESS), str(self.spec.directory.resolve()))))
+        writes = tuple(env[k] for k in ("TORCH_EXTENSIONS_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+                       if k in env)
+        for folder in writes:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        execute = (*confine.SYSTEM_PATHS, sys.prefix, sys.base_prefix)  # the interpreter may live outside /usr
+        if mode == "build":
+            return confine.build_policy(self.work, read=reads, write=writes, execute=execute)
+        return confine.candidate_run(sys.executable, self.work, read=reads, write=writes, execute=execute,
+                                     processes=True, gpu=self.device == "cuda" and not hide_gpu, tool=tool)
+
     def child(
         self,
         mode: str,
@@ -168,8 +186,10 @@ class TorchContext(EvalContext):
         limits = replace(base, cpu_seconds=int(timeout_s * max(2, cpus)) + 10)
         env = self.env(hide_gpu=hide_gpu, compile_cache=impl == "compile")
 
+        policy = self.confinement(mode, env, hide_gpu=hide_gpu, tool=prefix[0] if prefix else None)
+
         def run() -> sandbox.SandboxResult:
-            return sandbox.run(argv, self.work, timeout_s, env_extra=env, limits=limits, name=tag)
+            return sandbox.run(argv, self.work, timeout_s, env_extra=env, limits=limits, name=tag, policy=policy)
 
         if lock:
             with self.gpu():

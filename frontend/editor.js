@@ -9,14 +9,15 @@ import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirro
 import { cpp } from "@codemirror/lang-cpp";
 import { python } from "@codemirror/lang-python";
 import {
+  HighlightStyle,
   bracketMatching,
-  defaultHighlightStyle,
   foldGutter,
   foldKeymap,
   indentOnInput,
   syntaxHighlighting,
 } from "@codemirror/language";
 import { lintGutter, lintKeymap, setDiagnostics } from "@codemirror/lint";
+import { tags as t } from "@lezer/highlight";
 import { MergeView, goToNextChunk, goToPreviousChunk } from "@codemirror/merge";
 import { EditorState } from "@codemirror/state";
 import {
@@ -38,7 +39,7 @@ const ideTheme = EditorView.theme({
   "&": { fontSize: "13px", border: "1px solid #d8dee4", borderRadius: "4px", backgroundColor: "#fff" },
   "&.cm-focused": { outline: "2px solid #0b6bcb55" },
   ".cm-scroller": { fontFamily: MONO, lineHeight: "1.45" },
-  ".cm-gutters": { backgroundColor: "#f6f8fa", color: "#6e7781", borderRight: "1px solid #d8dee4" },
+  ".cm-gutters": { backgroundColor: "#f6f8fa", color: "#57606a", borderRight: "1px solid #d8dee4" },
   ".cm-activeLine": { backgroundColor: "#f6f8fa" },
   ".cm-activeLineGutter": { backgroundColor: "#eaeef2", color: "#1d2125" },
   "&.cm-readonly .cm-cursor": { display: "none" },
@@ -57,6 +58,30 @@ const compactTheme = EditorView.theme({
 // response's nonce, which templates/base.html puts in <meta name="csp-nonce">.
 const CSP_NONCE = document.querySelector('meta[name="csp-nonce"]')?.content || "";
 
+// CodeMirror's default colours fall below 4.5:1 contrast on the diff's added/removed backgrounds (axe's
+// color-contrast rule, WCAG AA); these keep at least 4.6:1 on white, both diff backgrounds and the gutters.
+const readableHighlight = HighlightStyle.define([
+  { tag: t.meta, color: "#4b5563" },
+  { tag: t.link, textDecoration: "underline" },
+  { tag: t.heading, textDecoration: "underline", fontWeight: "bold" },
+  { tag: t.emphasis, fontStyle: "italic" },
+  { tag: t.strong, fontWeight: "bold" },
+  { tag: t.strikethrough, textDecoration: "line-through" },
+  { tag: t.keyword, color: "#6f1a8a" },
+  { tag: [t.atom, t.bool, t.url, t.contentSeparator, t.labelName], color: "#1f3a8a" },
+  { tag: [t.literal, t.inserted], color: "#0b6e3f" },
+  { tag: [t.string, t.deleted], color: "#8a1f11" },
+  { tag: [t.regexp, t.escape, t.special(t.string)], color: "#8a3b00" },
+  { tag: t.definition(t.variableName), color: "#0a4f8f" },
+  { tag: t.local(t.variableName), color: "#1f3a8a" },
+  { tag: [t.typeName, t.namespace], color: "#005c5c" },
+  { tag: t.className, color: "#0b5a4a" },
+  { tag: [t.special(t.variableName), t.macroName], color: "#1f4f7a" },
+  { tag: t.definition(t.propertyName), color: "#0a4f8f" },
+  { tag: t.comment, color: "#6b4f00" },
+  { tag: t.invalid, color: "#b00020" },
+]);
+
 function languageOf(name) {
   return name === "python" ? python() : cpp();
 }
@@ -72,13 +97,15 @@ function basicSetup(language = "cuda") {
     drawSelection(),
     dropCursor(),
     indentOnInput(),
-    syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+    syntaxHighlighting(readableHighlight),
     bracketMatching(),
     highlightActiveLine(),
     keymap.of([...defaultKeymap, ...historyKeymap, ...foldKeymap, ...lintKeymap, indentWithTab]),
     EditorState.tabSize.of(4),
     languageOf(language),
     ideTheme,
+    // axe does not count a contenteditable as focusable for its scrollable-region rule; say it outright.
+    EditorView.contentAttributes.of({ tabindex: "0" }),
   ];
 }
 
@@ -89,7 +116,7 @@ function viewSetup(language, label) {
     lineNumbers(),
     highlightSpecialChars(),
     drawSelection(),
-    syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+    syntaxHighlighting(readableHighlight),
     bracketMatching(),
     keymap.of([
       { key: "Alt-j", run: goToNextChunk },
@@ -106,8 +133,13 @@ function viewSetup(language, label) {
   ];
 }
 
+// Read-only content is not focusable by default; keyboard users must reach (and scroll) each pane.
 function readOnly() {
-  return [EditorState.readOnly.of(true), EditorView.editorAttributes.of({ class: "cm-readonly" })];
+  return [
+    EditorState.readOnly.of(true),
+    EditorView.editorAttributes.of({ class: "cm-readonly" }),
+    EditorView.contentAttributes.of({ tabindex: "0" }),
+  ];
 }
 
 function labelFor(textarea) {

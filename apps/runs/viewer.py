@@ -158,14 +158,17 @@ class RunSummary:
     best_geomean: float | None
     turns: int
     valid_turns: int
+    unpriced_calls: int = 0  # LLM calls without a price: the run's cost is then a lower bound, or unknown
 
 
 def run_summary(run: Run, items: list[TurnItem], results: dict[int, list[dict]]) -> RunSummary:
     best = next((i for i in items if i.is_best), None)
     speedups = [r.get("speedup") for r in results.get(best.id, [])] if best else []
     models = {"all agents": run.model, **(run.agent_models or {})}
+    unpriced = AgentCall.objects.filter(turn__run=run, priced=False).count()
     return RunSummary(run, models, best.label if best else "", geomean([s for s in speedups if s]),
-                      sum(1 for i in items if i.kind != TurnKind.BASELINE), sum(1 for i in items if i.valid))
+                      sum(1 for i in items if i.kind != TurnKind.BASELINE), sum(1 for i in items if i.valid),
+                      unpriced)
 
 
 # ------------------------------------------------------------------------------------- selected turn

@@ -188,3 +188,18 @@ def test_a_finished_turn_stores_the_listing_of_its_compile(user, make_run):
                                     score=1.0, valid=True, finished=True))
     stored = Turn.objects.get(run=run, round_index=1).assembly
     assert (stored.ptx, stored.sass, stored.note) == (".entry k", "Function : k", "")
+
+
+def test_a_run_with_unpriced_llm_calls_says_its_cost_is_unknown_not_zero(client, user, demo_run):
+    from apps.runs.models import AgentCall
+
+    calls = AgentCall.objects.filter(turn__run=demo_run)
+    assert calls.exists()
+    calls.update(priced=False, cost_usd=0)
+    Run.objects.filter(pk=demo_run.pk).update(cost_usd=0)
+    html = page(client, demo_run)
+    assert "unknown <small" in html and f"({calls.count()} calls unpriced)" in html
+    calls.filter(pk=calls.first().pk).update(priced=True, cost_usd=0.5)
+    Run.objects.filter(pk=demo_run.pk).update(cost_usd=0.5)
+    html = page(client, demo_run)
+    assert "≥ $0.5000" in html and f"({calls.count() - 1} calls unpriced)" in html

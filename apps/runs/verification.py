@@ -65,8 +65,9 @@ class VerificationState:
             return f"verified on {self.gpu_name or 'a GPU'}, {self.finished_at:%Y-%m-%d}"
         if self.status == VerificationStatus.DISAGREES:
             return f"verification disagrees: {self.summary}"
-        if self.status == VerificationStatus.FAILED:
-            return f"could not be verified: {self.summary}"
+        if self.status == VerificationStatus.FAILED:  # the full reason is in `summary` (a tooltip, the admin)
+            reason = self.summary.split(". ")[0]
+            return f"could not be verified: {reason[:80].rstrip() + '…' if len(reason) > 80 else reason}"
         return "awaiting verification on a GPU worker"
 
 

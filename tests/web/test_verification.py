@@ -278,3 +278,15 @@ def test_verifications_travel_with_an_exported_trajectory(library, admin_user):
     with pytest.raises(TrajectoryImportError, match="a verification needs a finished status"):
         trajectory_import(data, owner=admin_user, force=True)
     assert Run.objects.count() == runs_before  # nothing half-imported
+
+
+def test_a_verification_that_could_not_run_says_so_briefly_with_the_full_reason_on_hover(library, user, settings):
+    settings.SHOWCASE_REQUIRE_VERIFIED = False
+    run = finished(user, library)
+    reason = ("No NVIDIA GPU on worker host vm (nvidia-smi not found: no NVIDIA driver on this machine): runs need "
+              "one to time and profile kernels. Start a Celery worker on a GPU host and launch the run again.")
+    verified(run, VerificationStatus.FAILED, summary=reason)
+    html = _showcase()
+    assert ("could not be verified: No NVIDIA GPU on worker host vm (nvidia-smi not found: no NVIDIA driver on "
+            "this…") in html
+    assert f'title="{reason}"' in html

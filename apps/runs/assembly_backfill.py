@@ -18,8 +18,6 @@ from worker.engine import toolchain
 from worker.engine.context import EvalOptions
 from worker.registry import evaluate, load_task
 
-BACKEND = "cuda"
-
 
 @dataclass(frozen=True)
 class BackfillReport:
@@ -38,7 +36,7 @@ def turns_without_assembly(run: Run) -> list[Turn]:
 
 def assembly_backfill(run: Run) -> BackfillReport:
     """Compile each of the run's C/CUDA turns that has code but no listing, and store its PTX/SASS."""
-    if run.task.backend != BACKEND:
+    if run.task.format.compile_flags is None:  # the format builds its own way (no nvcc command of a turn)
         return BackfillReport(skipped=(f"{run.task.backend} tasks have no single object to list",))
     chain = toolchain.detect()
     if not chain.nvcc:

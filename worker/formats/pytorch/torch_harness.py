@@ -261,8 +261,7 @@ def mode_build(args: argparse.Namespace) -> dict[str, Any]:
             "ok": False,
             "kind": "compile_error" if compile_error else "import_error",
             "error": toolchain or text,
-            # A host that cannot build at all gets its sentence, not torch's traceback.
-            "traceback": "" if toolchain else traceback.format_exc()[-20000:],
+            "traceback": "" if toolchain else traceback.format_exc()[-20000:],  # a broken host: its sentence only
             "seconds": time.monotonic() - start,
         }
     has_model_new = isinstance(getattr(module, "ModelNew", None), type)
@@ -276,18 +275,15 @@ def mode_build(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _toolchain_problem(chain: list[BaseException]) -> str:
-    """What to do when torch's extension builder cannot start on this host ('' for a candidate's own error).
-    torch.utils.cpp_extension raises OSError("CUDA_HOME environment variable is not set") both for a
-    CPU-only PyTorch (it never looks for a toolkit) and for a CUDA PyTorch that finds no nvcc."""
+    """What to do when torch's extension builder cannot start here ('' for a candidate's own error): its OSError
+    about CUDA_HOME comes both from a CPU-only PyTorch and from a CUDA PyTorch that finds no nvcc."""
     if not any(isinstance(e, OSError) and "CUDA_HOME" in str(e) for e in chain):
         return ""
-    if torch.version.cuda is None:
-        return (f"cannot build CUDA extensions on this host: its PyTorch {torch.__version__} is a CPU-only build. "
-                f"Install a CUDA build of PyTorch into {sys.executable} (the wheel for your CUDA version, from "
-                "pytorch.org) and run again; the candidate itself was not compiled")
-    return (f"cannot build CUDA extensions on this host: PyTorch {torch.__version__} (CUDA {torch.version.cuda}) "
-            "found no CUDA toolkit. Install it, or set CUDA_HOME to its root (the folder holding bin/nvcc), "
-            "and run again; the candidate itself was not compiled")
+    fix = (f"its PyTorch {torch.__version__} is a CPU-only build. Install a CUDA build of PyTorch into "
+           f"{sys.executable} (the wheel for your CUDA version, from pytorch.org)" if torch.version.cuda is None else
+           f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}) found no CUDA toolkit. Install it, or set "
+           "CUDA_HOME to its root (the folder holding bin/nvcc),")
+    return f"cannot build CUDA extensions on this host: {fix} and run again; the candidate itself was not compiled"
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -31,10 +31,13 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "kw_timed.cuh"
 
 // ----------------------------------------------------------------------------------
 // Precision and entry-point naming
@@ -250,6 +253,10 @@ struct Options {
   int iters = 50;
   long long l2_flush_bytes = -1;  // -1: 2x the device's L2
   double atol = kDefaultAtol, rtol = kDefaultRtol;
+  // time: a call shorter than batch_below_ms (median of the warm-up) is timed in batches of launches on
+  // distinct buffer sets, about batch_target_ms per sample, at most max_batch launches.
+  double batch_below_ms = 0.05, batch_target_ms = 0.5;
+  int max_batch = 64;
   std::string out;
 };
 
@@ -348,6 +355,12 @@ inline Options parse_options(int argc, char** argv) {
       o.iters = int(parse_integer(flag, value, 1));
     } else if (flag == "--l2-flush-bytes") {
       o.l2_flush_bytes = parse_integer(flag, value, 0);
+    } else if (flag == "--batch-below-ms") {
+      o.batch_below_ms = parse_number(flag, value);
+    } else if (flag == "--batch-target-ms") {
+      o.batch_target_ms = parse_number(flag, value);
+    } else if (flag == "--max-batch") {
+      o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
       o.atol = parse_number(flag, value);
     } else if (flag == "--rtol") {
@@ -393,6 +406,7 @@ class Buffer {
   ~Buffer() {  // errors ignored: this may run while unwinding from a sticky CUDA error
     if (dev_base_) cudaFree(dev_base_);
     if (host_) cudaFreeHost(host_);
+    if (dev_pristine_) cudaFree(dev_pristine_);
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -415,13 +429,19 @@ class Buffer {
     return *this;
   }
   Buffer& uniform(double lo, double hi) {
-    return fill([&](size_t) { return rng_.uniform(lo, hi); });
+    fill([&](size_t) { return rng_.uniform(lo, hi); });
+    fresh_ = Fresh{FreshKind::uniform, lo, hi};
+    return *this;
   }
   Buffer& normal(double mean, double stddev) {
-    return fill([&](size_t) { return rng_.normal(mean, stddev); });
+    fill([&](size_t) { return rng_.normal(mean, stddev); });
+    fresh_ = Fresh{FreshKind::normal, mean, stddev};
+    return *this;
   }
   Buffer& randint(long long lo, long long hi) {
-    return fill([&](size_t) { return double(rng_.randint(lo, hi)); });
+    fill([&](size_t) { return double(rng_.randint(lo, hi)); });
+    fresh_ = Fresh{FreshKind::randint, double(lo), double(hi)};
+    return *this;
   }
   Buffer& constant(double value) {
     return fill([&](size_t) { return value; });
@@ -445,6 +465,39 @@ class Buffer {
   }
   bool is_zeroed() const { return zeroed_; }
 
+  // How the contents were drawn (FreshKind::none when the task wrote them by hand or changed them after).
+  const Fresh& fresh() const { return fresh_; }
+
+  // Checked timing (kw_timed.cuh): an input gets new contents for the call seeded `call_seed` (drawn again,
+  // or for distinct values permuted and rescaled), or its pristine copy when it has no distribution; an
+  // output is poisoned or zeroed. Asynchronous on the default stream.
+  void refresh(uint64_t call_seed) {
+    if (role_ == Role::output) {
+      cuda_check(cudaMemsetAsync(dev(), zeroed_ ? 0 : kPoisonByte, bytes()), "poison output " + name_);
+      return;
+    }
+    const uint64_t seed = stream_seed(call_seed, name_);
+    if (fresh_.kind == FreshKind::none || count_ == 0) {
+      cuda_check(cudaMemcpyAsync(dev(), host(), bytes(), cudaMemcpyHostToDevice), "restore input " + name_);
+    } else if (fresh_.kind == FreshKind::distinct) {
+      if (!dev_pristine_) {
+        cuda_check(cudaMalloc(&dev_pristine_, bytes()), "allocate the pristine copy of " + name_);
+        cuda_check(cudaMemcpy(dev_pristine_, host(), bytes(), cudaMemcpyHostToDevice), "copy " + name_);
+      }
+      Rng r(seed);
+      uint64_t mul = 1 + r.below(count_);
+      while (std::gcd<uint64_t, uint64_t>(mul, count_) != 1) mul = 1 + r.below(count_);
+      const uint64_t add = r.below(count_);
+      const double scale = type_ == Type::i32 ? 1.0 : std::ldexp(r.below(2) ? -1.0 : 1.0, int(r.below(7)) - 3);
+      timed::permute_kernel<<<timed::grid_for(count_), 256>>>(dev(), dev_pristine_, int(type_), count_, mul, add,
+                                                             scale);
+    } else {
+      timed::redraw_kernel<<<timed::grid_for(count_), 256>>>(dev(), int(type_), count_, seed, int(fresh_.kind),
+                                                            fresh_.a, fresh_.b);
+    }
+    cuda_check(cudaGetLastError(), "fresh contents for " + name_);
+  }
+
   template <class T> Buffer& set(const std::vector<T>& values) {
     if (TypeOf<T>::value != type_ || values.size() != count_) {
       fail("harness_error", "set(" + name_ + "): expected " + std::to_string(count_) + " values of type " +
@@ -457,6 +510,7 @@ class Buffer {
  private:
   unsigned char* writable_host() {
     if (role_ == Role::output) fail("harness_error", "output buffer " + name_ + " cannot be filled");
+    fresh_ = Fresh{};  // written by hand from here on; uniform() & co. set it again after their fill
     return host();
   }
 
@@ -469,6 +523,8 @@ class Buffer {
   void* host_ = nullptr;
   std::vector<unsigned char> result_;
   bool zeroed_ = false;
+  Fresh fresh_;
+  void* dev_pristine_ = nullptr;  // distinct values: the device copy the permutations read
 };
 
 // Distinct values, so that order-dependent outputs (top-k) have one right answer.
@@ -515,6 +571,7 @@ inline Buffer& Buffer::distinct() {
     }
     std::memcpy(h, v.data(), bytes());
   }
+  fresh_ = Fresh{FreshKind::distinct, 0, 0};
   return *this;
 }
 
@@ -644,6 +701,21 @@ class Case {
     return "";
   }
 
+  // Checked timing: fresh inputs for one call (Buffer::refresh) and poisoned outputs; asynchronous.
+  void refresh(uint64_t call_seed) {
+    for (const auto& b : buffers_) b->refresh(call_seed);
+  }
+  void poison_outputs() {
+    for (const auto& b : buffers_) {
+      if (b->role() == Role::output) b->refresh(0);
+    }
+  }
+  size_t device_bytes() const {
+    size_t total = 0;
+    for (const auto& b : buffers_) total += b->bytes() + 2 * kGuardBytes;
+    return total;
+  }
+
   void fetch_outputs() {
     for (const auto& b : buffers_) {
       if (b->role() == Role::input) continue;
@@ -693,6 +765,7 @@ struct Mismatch {
   size_t index = 0;
   double expected = 0, got = 0, abs_err = 0;
   size_t mismatches = 0, total = 0;
+  std::optional<long long> call;  // time mode: the timed call (0-based) that produced it
 };
 
 struct Tally {  // per size, over seeds and outputs
@@ -914,7 +987,10 @@ class Json {
 };
 
 struct TimingSamples {
-  std::vector<double> device_ms, host_ms;
+  std::vector<double> device_ms, host_ms;  // per call (a batch's time divided by its launches)
+  int batch = 1;                           // launches per sample, on distinct buffer sets
+  long long checked_calls = 0;             // timed calls whose output was compared with the baseline's
+  std::optional<long long> failed_call;    // the first timed call (0-based) whose output was wrong
 };
 
 struct SizeRecord {
@@ -1062,7 +1138,9 @@ class Report {
       j.open_object().key("seed").integer((long long)m.seed).key("output").str(m.output);
       j.key("index").integer((long long)m.index).key("expected").num(m.expected).key("got").num(m.got);
       j.key("abs_err").num(m.abs_err).key("mismatches").integer((long long)m.mismatches);
-      j.key("total").integer((long long)m.total).close_object();
+      j.key("total").integer((long long)m.total);
+      if (m.call) j.key("timed_call").integer(*m.call);
+      j.close_object();
     } else {
       j.null();
     }
@@ -1083,7 +1161,8 @@ class Report {
   }
 
   static void write_timing(Json& j, const TimingSamples& t) {
-    const std::vector<double>& v = t.device_ms;
+    static const std::vector<double> none{0.0};  // a size whose first timed call failed its check
+    const std::vector<double>& v = t.device_ms.empty() ? none : t.device_ms;
     const double mean = mean_of(v);
     double var = 0;
     for (double x : v) var += (x - mean) * (x - mean);
@@ -1095,6 +1174,9 @@ class Report {
     j.key("max_ms").num(*std::max_element(v.begin(), v.end()));
     j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
+    j.key("batch").integer(t.batch).key("checked_calls").integer(t.checked_calls);
+    j.key("failed_call");
+    t.failed_call ? j.integer(*t.failed_call) : j.null();
     j.key("samples_ms").open_array();
     for (double x : v) j.num(x);
     j.close_array();
@@ -1248,35 +1330,175 @@ class Driver {
     rec.correct = ok;
   }
 
-  // time: warm-up calls, then per call: restore/poison, L2 flush, start event, call,
-  // device synchronize (covers work on any stream), stop event.
+  // time (docs/evaluation.md, "Timing" and "Every timed call is checked"): warm-up calls, then samples.
+  // Before each sample every buffer set gets fresh inputs (kw_timed.cuh) and, for a candidate, the
+  // baseline runs on them untimed to give that call's expected outputs; then the L2 flush, the start
+  // event, the launches (one per buffer set, a device-wide synchronize after each, so work on any stream
+  // is inside the call), the stop event. After the sample, outside the timed region, every call's
+  // outputs are compared on the GPU with the baseline's: one wrong call makes the size incorrect.
+  // Calls shorter than batch_below_ms are timed `batch` at a time on distinct buffer sets, so one event
+  // pair spans about batch_target_ms and the L2 flush still leaves every call's inputs cold.
   void timing(SizeRecord& rec) {
     const uint64_t seed = opt_.seed_base;
     rec.seeds.push_back(seed);
-    auto c = make_case(rec.index, seed);
-    for (int w = 0; w < opt_.warmup; ++w) call(*c, opt_.impl, "warm-up call");
+    const bool checked = opt_.impl == Impl::candidate;
+    std::vector<std::unique_ptr<Case>> sets;
+    sets.push_back(make_case(rec.index, seed));
+    std::vector<double> warm;
+    for (int w = 0; w < opt_.warmup; ++w) warm.push_back(timed_warmup(*sets[0]));
+    const int batch = batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes());
+    for (int b = 1; b < batch; ++b) sets.push_back(make_case(rec.index, seed + 0x9e3779b9ULL * uint64_t(b)));
+    std::vector<std::vector<void*>> expected(checked ? sets.size() : 0);
+    for (size_t b = 0; b < expected.size(); ++b) {
+      for (const auto& buf : sets[b]->buffers()) {
+        void* p = nullptr;
+        if (buf->role() != Role::input) cuda_check(cudaMalloc(&p, std::max<size_t>(buf->bytes(), 1)), "expected output");
+        expected[b].push_back(p);
+      }
+    }
+    struct Freer {
+      std::vector<std::vector<void*>>& e;
+      ~Freer() {
+        for (auto& v : e) for (void* p : v) if (p) cudaFree(p);
+      }
+    } freer{expected};
+    unsigned long long* counters = nullptr;  // [bad, first index]
+    cuda_check(cudaMalloc(&counters, 2 * sizeof(unsigned long long)), "allocate the check counters");
+    struct CounterFreer {
+      unsigned long long* p;
+      ~CounterFreer() { cudaFree(p); }
+    } counter_freer{counters};
+
     report_.checkpoint(rec.index, seed, "timed calls");
     TimingSamples t;
+    t.batch = batch;
     for (int it = 0; it < opt_.iters; ++it) {
-      c->prepare();
-      if (flush_) cuda_check(cudaMemset(flush_, it & 0xff, size_t(report_.l2_flush_bytes)), "L2 flush");
+      const uint64_t sample_seed = stream_seed(seed, "timed sample " + std::to_string(it));
+      for (size_t b = 0; b < sets.size(); ++b) sets[b]->refresh(sample_seed + b);
+      cuda_check(cudaDeviceSynchronize(), "fresh inputs before a timed call");
+      if (checked) {
+        for (size_t b = 0; b < sets.size(); ++b) {
+          task_.launch(*sets[b], Impl::baseline);
+          cuda_check(cudaGetLastError(), "baseline call for the expected outputs");
+          cuda_check(cudaDeviceSynchronize(), "baseline call for the expected outputs");
+          const auto& bufs = sets[b]->buffers();
+          for (size_t k = 0; k < bufs.size(); ++k) {
+            if (expected[b][k]) {
+              cuda_check(cudaMemcpy(expected[b][k], bufs[k]->dev(), bufs[k]->bytes(), cudaMemcpyDeviceToDevice),
+                         "keep the expected outputs");
+            }
+          }
+          sets[b]->poison_outputs();
+        }
+      }
+      if (flush_) cuda_check(cudaMemsetAsync(flush_, it & 0xff, size_t(report_.l2_flush_bytes)), "L2 flush");
       cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
       cuda_check(cudaEventRecord(start_, 0), "record start event");
       const auto t0 = std::chrono::steady_clock::now();
-      task_.launch(*c, opt_.impl);
-      const cudaError_t sync = cudaDeviceSynchronize();
+      for (size_t b = 0; b < sets.size(); ++b) {
+        task_.launch(*sets[b], opt_.impl);
+        const cudaError_t launch = cudaGetLastError();
+        const cudaError_t sync = cudaDeviceSynchronize();
+        cuda_check(launch, "timed call (cudaGetLastError after the call)");
+        cuda_check(sync, "timed call (cudaDeviceSynchronize after the call)");
+      }
       const auto t1 = std::chrono::steady_clock::now();
-      cuda_check(cudaGetLastError(), "timed call (cudaGetLastError after the call)");
-      cuda_check(sync, "timed call (cudaDeviceSynchronize after the call)");
       cuda_check(cudaEventRecord(stop_, 0), "record stop event");
       cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
       float ms = 0;
       cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-      t.device_ms.push_back(ms);
-      t.host_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      if (checked) {
+        for (size_t b = 0; b < sets.size(); ++b) {
+          const long long call = (long long)it * batch + (long long)b;
+          if (!check_timed_call(*sets[b], expected[b], counters, sample_seed + b, call, rec)) {
+            t.checked_calls = call + 1;
+            t.failed_call = call;
+            rec.correct = false;
+            rec.timing = std::move(t);
+            return;
+          }
+        }
+        t.checked_calls += batch;
+      }
+      t.device_ms.push_back(double(ms) / batch);
+      t.host_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count() / batch);
     }
-    after_call(*c, rec);  // informational here: correctness is the check mode's job
+    if (checked) rec.correct = true;
+    rec.out_of_bounds = sets[0]->guard_violation();  // informational: correctness is the check mode's job
     rec.timing = std::move(t);
+  }
+
+  // One warm-up call on fresh inputs (not checked); its device time decides the batch size.
+  double timed_warmup(Case& c) {
+    c.refresh(stream_seed(opt_.seed_base, "warm-up"));
+    cuda_check(cudaDeviceSynchronize(), "fresh inputs before a warm-up call");
+    report_.checkpoint(where_.first, where_.second, "warm-up call");
+    cuda_check(cudaEventRecord(start_, 0), "record start event");
+    task_.launch(c, opt_.impl);
+    const cudaError_t launch = cudaGetLastError();
+    const cudaError_t sync = cudaDeviceSynchronize();
+    cuda_check(launch, "warm-up call (cudaGetLastError after the call)");
+    cuda_check(sync, "warm-up call (cudaDeviceSynchronize after the call)");
+    cuda_check(cudaEventRecord(stop_, 0), "record stop event");
+    cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms;
+  }
+
+  // Launches per sample: 1 for calls of batch_below_ms or longer; else enough for batch_target_ms, at most
+  // max_batch, and no more buffer sets (with their expected outputs) than fit in a quarter of free memory.
+  int batch_size(double call_ms, size_t set_bytes) const {
+    if (call_ms >= opt_.batch_below_ms || opt_.max_batch <= 1) return 1;
+    int b = int(std::ceil(opt_.batch_target_ms / std::max(call_ms, 1e-4)));
+    b = std::min(std::max(b, 1), opt_.max_batch);
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess && set_bytes > 0) {
+      const size_t fit = free_bytes / 4 / (2 * set_bytes);
+      b = int(std::min<size_t>(size_t(b), std::max<size_t>(fit, 1)));
+    }
+    return b;
+  }
+
+  // Compares one timed call's outputs with the baseline's (kw_timed.cuh's compare_kernel); on a mismatch
+  // records it as the size's first mismatch, naming the call, and returns false.
+  bool check_timed_call(Case& c, const std::vector<void*>& expected, unsigned long long* counters, uint64_t call_seed,
+                        long long call, SizeRecord& rec) {
+    const auto& bufs = c.buffers();
+    for (size_t k = 0; k < bufs.size(); ++k) {
+      if (!expected[k]) continue;
+      const Buffer& out = *bufs[k];
+      const unsigned long long init[2] = {0ULL, ~0ULL};
+      cuda_check(cudaMemcpy(counters, init, sizeof(init), cudaMemcpyHostToDevice), "reset the check counters");
+      timed::compare_kernel<<<timed::grid_for(out.count()), 256>>>(out.dev(), expected[k], int(out.type()),
+                                                                   out.count(), opt_.atol, opt_.rtol, counters,
+                                                                   counters + 1);
+      cuda_check(cudaGetLastError(), "compare a timed call's output");
+      unsigned long long got[2] = {0, 0};
+      cuda_check(cudaMemcpy(got, counters, sizeof(got), cudaMemcpyDeviceToHost), "read the check counters");
+      rec.tally.checked += out.count();
+      rec.tally.total += out.count();
+      if (got[0] == 0) continue;
+      const size_t i = size_t(got[1]);
+      const size_t es = type_size(out.type());
+      unsigned char g[4] = {0}, e[4] = {0};
+      cuda_check(cudaMemcpy(g, static_cast<unsigned char*>(out.dev()) + i * es, es, cudaMemcpyDeviceToHost), "read");
+      cuda_check(cudaMemcpy(e, static_cast<unsigned char*>(expected[k]) + i * es, es, cudaMemcpyDeviceToHost), "read");
+      Mismatch m;
+      m.seed = call_seed;
+      m.output = out.name();
+      m.index = i;
+      m.expected = read_element(out.type(), e, 0);
+      m.got = read_element(out.type(), g, 0);
+      m.abs_err = std::fabs(m.got - m.expected);
+      m.mismatches = size_t(got[0]);
+      m.total = out.count();
+      m.call = call;
+      rec.tally.first = m;
+      rec.compared = true;
+      return false;
+    }
+    return true;
   }
 
   // profile: one warm-up call, then one call inside cudaProfilerStart/Stop (ncu runs

@@ -103,7 +103,10 @@ def harness_argv(
             repr(tol.rtol),
         ]
     elif mode == "time":
-        argv += ["--seed-base", str(seed_base), "--warmup", str(warmup), "--iters", str(iters)]
+        # The tolerance too: every timed call's output is compared with the baseline's (kw_timed.cuh).
+        tol = spec.tolerance(precision)
+        argv += ["--seed-base", str(seed_base), "--warmup", str(warmup), "--iters", str(iters),
+                 "--atol", repr(tol.atol), "--rtol", repr(tol.rtol)]
     else:
         argv += ["--seed-base", str(seed_base)]
     return argv + ["--out", out]

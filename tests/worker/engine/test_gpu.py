@@ -172,3 +172,36 @@ def test_a_fresh_evaluation_with_unseen_seeds_confirms_a_correct_kernel(gpu_chai
                      dataclasses.replace(options, seed_base=987_654_321, use_baseline_cache=False), chain=gpu_chain)
     agreement = compare(recorded.verdict, recorded.score, recorded.gpu, fresh)
     assert agreement.verified, agreement.summary
+
+
+def test_a_timing_forged_past_every_check_is_refused_by_the_profiler_cross_check(gpu_chain, options):
+    """Defence in depth (docs/threat-model.md): forged_time_atexit.cu is rejected by the source and object
+    checks; built with both bypassed (as trusted code), its atexit handler rewrites the harness's result and
+    divides every time by 100. The parent compares the reported time with the kernel durations Nsight Compute
+    measured in a separate process and refuses it."""
+    from worker.engine.context import guarded
+    from worker.formats.cuda.evaluation import _Context, _evaluate
+
+    if not gpu_chain.ncu:
+        pytest.skip("ncu (Nsight Compute) not found")
+    source = (CANDIDATE_FILES[0].parent / "forged_time_atexit.cu").read_text(encoding="utf-8")
+    ctx = _Context(LIBRARY["vector_add"], "fp32", dataclasses.replace(options, profile="filtered"), gpu_chain, None,
+                   None)
+    ctx.trusted = True
+    ev = guarded(ctx, "candidate", lambda: _evaluate(ctx, source, None, False, trusted=True))
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "forged" in ev.reason and "Nsight Compute" in ev.reason
+
+
+def test_less_work_while_timed_names_the_timed_call(gpu_chain, options):
+    path = CANDIDATE_FILES[0].parent / "lazy_when_timed.cu"
+    ev = evaluate(LIBRARY["vector_add"], "fp32", path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
+    assert ev.verdict == Verdict.INCORRECT
+    assert "timed call 17" in ev.reason and "N=1024" in ev.reason, ev.reason
+
+
+def test_a_memo_keyed_by_contents_never_hits_and_gets_an_honest_time(gpu_chain, options):
+    path = CANDIDATE_FILES[0].parent / "memo_by_contents.cu"
+    ev = evaluate(LIBRARY["dot_product"], "fp32", path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
+    assert ev.verdict == Verdict.OK, ev.reason
+    assert ev.score is not None and ev.score < 2.0, ev.score  # a hit would be tens of times faster

@@ -144,5 +144,7 @@ def test_builds_the_documented_command_line(scale_spec):
     timed = harness_argv(
         "./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json", iters=7, warmup=1
     )
-    assert timed[-8:] == ["--seed-base", "20251122", "--warmup", "1", "--iters", "7", "--out", "t.json"]
+    tol = spec.tolerance("bf16")
+    assert timed[-12:] == ["--seed-base", "20251122", "--warmup", "1", "--iters", "7", "--atol", repr(tol.atol),
+                           "--rtol", repr(tol.rtol), "--out", "t.json"]
     assert format_size({"M": 64.0, "K": 128}) == "M=64,K=128"

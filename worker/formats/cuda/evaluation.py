@@ -246,6 +246,10 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         run = ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s)
     if not run.ok:
         return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
+    wrong = _timed_call_failure(sizes, run.data)
+    if wrong is not None:
+        return ctx.base(verdict=Verdict.INCORRECT, reason=wrong, sizes=tuple(sizes), compile=compiled,
+                        notes=tuple(notes))
     cand = timings_by_size(run.data)
     sizes = [replace(s, baseline=baseline.get(s.index), candidate=cand.get(s.index)) for s in sizes]
     scored = score_sizes(sizes)
@@ -256,6 +260,10 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         names = sorted({re.escape(k.kernel) for k in (compiled.resources if compiled else ())})
         profiles, note = _profile(ctx, "candidate", "|".join(names) if names else "_optimized")
         notes += [note] if note else []
+        forged = timing_below_profiler(scored.sizes, profiles)
+        if forged:
+            return ctx.base(verdict=Verdict.INCORRECT, reason=forged, sizes=scored.sizes, compile=compiled,
+                            notes=tuple(notes), profiles=profiles)
     return ctx.base(
         verdict=Verdict.OK,
         reason="correct at every size and seed",
@@ -321,6 +329,54 @@ def _merge_check(sizes: list[SizeResult], data: dict[str, Any] | None) -> list[S
             )
         )
     return out
+
+
+# The reported time of a call may not be shorter than PROFILER_MARGIN x the summed durations of its kernels as
+# Nsight Compute measured them in a separate process: ncu runs kernels at base clocks (so its durations are
+# up to ~25 % longer than at boost), and a call's time also holds launch gaps, so an honest time is never
+# below half of it. A time that is shows the timing was forged or manipulated (docs/threat-model.md).
+PROFILER_MARGIN = 0.5
+
+
+def timing_below_profiler(sizes: tuple[SizeResult, ...] | list[SizeResult], profiles: tuple[Profile, ...]) -> str:
+    """Why the candidate's reported times cannot be true, or "" when they agree with the profiler."""
+    kernels: dict[int, float] = {}
+    for p in profiles:
+        if p.duration_ns:
+            kernels[p.size_index] = kernels.get(p.size_index, 0.0) + p.duration_ns / 1e6
+    for s in sizes:
+        ms = kernels.get(s.index)
+        if ms and s.candidate and s.candidate.median_ms < PROFILER_MARGIN * ms:
+            return (f"at {s.label} the reported time per call ({s.candidate.median_ms:.4g} ms, median) is below half "
+                    f"of what its kernels took under Nsight Compute in a separate process ({ms:.4g} ms): the "
+                    "timing was forged or manipulated, so the result is refused")
+    return ""
+
+
+def _timed_call_failure(sizes: list[SizeResult], data: dict[str, Any] | None) -> str | None:
+    """The reason a candidate fails when a timed call's output was wrong (the harness compares every timed
+    call with the baseline on the same fresh inputs, kw_timed.cuh), or None when every timed call was right.
+    A timing without its check (a harness older than the check) is also refused: its time is unverified."""
+    labels = {s.index: s.label for s in sizes}
+    for i, entry in enumerate((data or {}).get("sizes", [])):
+        label = labels.get(int(entry.get("index", i)), f"size {i}")
+        timing = entry.get("timing") or {}
+        if entry.get("correct") is not False and timing.get("checked_calls"):
+            continue
+        if entry.get("correct") is not False:
+            return f"at {label} the timed calls were not checked (the harness reported no timed-call check)"
+        m = entry.get("first_mismatch") or {}
+        call = m.get("timed_call", timing.get("failed_call"))
+        batch = timing.get("batch") or 1
+        return (
+            f"at {label} timed call {call} (of {timing.get('checked_calls', '?')} checked"
+            f"{f', {batch} launches per sample' if batch > 1 else ''}) gave a wrong result although the checks "
+            f"before timing passed: {m.get('output')}[{m.get('index')}] expected {m.get('expected')} got "
+            f"{m.get('got')}, {m.get('mismatches')} of {m.get('total')} elements out of tolerance (each timed call "
+            "gets fresh inputs and is compared with the baseline on them; doing less work, or remembering "
+            "earlier results, while timed is caught here)"
+        )
+    return None
 
 
 def _mismatch_reason(size: SizeResult) -> str:

@@ -55,6 +55,33 @@ def test_an_unwritten_output_fails_through_the_poison(scale_spec, cpu_chain, cpu
     Evaluation.from_json(ev.to_json())  # the NaN survives as strict JSON
 
 
+def test_less_work_once_timing_starts_is_incorrect_and_names_the_timed_call(scale_spec, cpu_chain, cpu_options):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_lazy_after_12_calls.cu")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    # The timing process makes 3 warm-up calls at N=1000, then timed calls 0-8 are its calls 4-12 and timed
+    # call 9 (its 13th) is the first to skip work.
+    assert "timed call 9" in ev.reason and "N=1000" in ev.reason and "Y[500]" in ev.reason
+    assert ev.score is None
+
+
+def test_results_remembered_by_input_address_are_never_accepted(scale_spec, cpu_chain, cpu_options):
+    # Correctness seeds already change the contents behind the same address; timed calls get fresh ones too.
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_remembers_by_address.cu")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "Y[0]" in ev.reason and ev.score is None
+
+
+def test_a_timing_without_its_call_checks_is_refused():
+    from worker.engine.results import SizeResult
+    from worker.formats.cuda.evaluation import _timed_call_failure
+
+    sizes = [SizeResult(index=0, params={"N": 8}, complexity=8)]
+    unchecked = {"sizes": [{"index": 0, "correct": None, "timing": {"mean_ms": 1.0}}]}
+    assert "not checked" in _timed_call_failure(sizes, unchecked)
+    checked = {"sizes": [{"index": 0, "correct": True, "timing": {"mean_ms": 1.0, "checked_calls": 50}}]}
+    assert _timed_call_failure(sizes, checked) is None
+
+
 def test_modifying_an_input_is_incorrect(scale_spec, cpu_chain, cpu_options):
     ev = run(scale_spec, cpu_chain, cpu_options, "scale_modifies_input.cu")
     assert ev.verdict == Verdict.INCORRECT

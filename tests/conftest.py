@@ -15,9 +15,14 @@ os.environ.setdefault("LLM_ENDPOINT_ALLOWED_HOSTS", TEST_LLM_HOSTS)
 
 @pytest.fixture(autouse=True, scope="session")
 def _allow_the_test_llm_servers():
-    """The same for this process, whose settings pytest-django loaded before this file set the variable."""
-    from django.conf import settings
-
+    """The same for this process, whose settings pytest-django loaded before this file set the variable. The
+    engine's GPU tests run on GPU hosts without Django (`bench/gpu_run.sh tests`): nothing to set there."""
+    try:
+        from django.conf import settings
+    except ImportError:
+        return
+    if not settings.configured:
+        return
     settings.LLM_ENDPOINT_ALLOWED_HOSTS = [h for h in os.environ["LLM_ENDPOINT_ALLOWED_HOSTS"].split(",") if h]
 
 

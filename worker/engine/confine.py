@@ -171,7 +171,10 @@ class Policy:
     write: tuple[str, ...] = ()  # read, write, create, remove (and execute, where processes are allowed)
     devices: tuple[str, ...] = ()  # device files: read, write, ioctl
     network: bool = False  # sockets of any family, TCP bind/connect
-    unix_sockets: bool = False  # AF_UNIX sockets only (a profiler and its target)
+    unix_sockets: bool = False  # AF_UNIX sockets only (a profiler and its target), abstract ones unscoped
+    # AF_UNIX socket() only: Landlock still scopes abstract sockets to the domain and refuses TCP. The CUDA
+    # driver creates one at initialisation (cudaErrorOperatingSystem without it, found on an H100).
+    local_sockets: bool = False
     processes: bool = False  # fork/vfork/clone without CLONE_THREAD (threads are always allowed)
     profiler: bool = False  # perf_event_open
 
@@ -198,7 +201,8 @@ _COMMON_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/u
 # the driver reads: device nodes (/dev/nvidiactl, /dev/nvidia<N>, /dev/nvidia-uvm, -uvm-tools, the MIG
 # capability nodes /dev/nvidia-caps/*), /proc/driver/nvidia (params, gpus, capabilities), PCI topology
 # in sysfs (/sys/bus/pci reaches /sys/devices), CPU and NUMA layout (/sys/devices/system, /proc/cpuinfo),
-# and the kernel's VM limits. Validated on CPU only; GPU validation pending (docs/threat-model.md).
+# and the kernel's VM limits. On an H100 (2026-11-26) cuInit also needed write access beneath its own
+# /proc/<pid> and an AF_UNIX socket(); with less it fails with cudaErrorOperatingSystem (docs/threat-model.md).
 _GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
                 "/dev/nvidia-caps", "/dev/dri")
 _GPU_READ = ("/proc/driver/nvidia", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys/vm",
@@ -248,9 +252,12 @@ def run_policy(program: str | os.PathLike, scratch: str | os.PathLike, *, read: 
         name="gpu-run" if gpu else "run",
         read=(*_SYSTEM_READ, *_toolkit_roots(), *(_GPU_READ if gpu else ()), *map(str, read), *extra_reads()),
         execute=(str(program), *_loaders(), *map(str, execute)),
-        write=(str(scratch), *map(str, write)),
+        # "/proc/self" is opened by the trampoline, after fork: the rule is the confined process's own
+        # /proc/<pid> (its threads, its own memory), never another process's.
+        write=(str(scratch), *map(str, write), *(("/proc/self",) if gpu else ())),
         devices=(*_COMMON_DEVICES, *(_gpu_devices() if gpu else ())),
         processes=processes,
+        local_sockets=gpu,
     )
 
 
@@ -493,7 +500,7 @@ def _seccomp(policy: Policy, report: dict) -> None:
             rule("vfork")
             rule("clone", eperm, (0, _SCMP_CMP_MASKED_EQ, _CLONE_THREAD, 0))
         if not policy.network:
-            if policy.unix_sockets:
+            if policy.unix_sockets or policy.local_sockets:
                 rule("socket", eperm, (0, _SCMP_CMP_NE, _AF_UNIX, 0))
             else:
                 rule("socket")

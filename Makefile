@@ -38,6 +38,8 @@ migrate: install
 # The dev worker also runs Celery beat (-B): the delivery reconciler (apps/runs/reconcile.py) every minute.
 # .cuda-libs/.ready: cuobjdump and nvdisasm where the toolkit lacks them, for the viewer's PTX/SASS tab; the demo
 # runs' listings are compiled on first start (import_trajectory --assembly: compile only, under a minute).
+# The demo's library references (measured on an H100, docs/experiments.md) unless the environment names others.
+run: export LIBRARY_REFERENCES_FILE ?= $(CURDIR)/demo/h100-library.json
 run: migrate static/dist/.built .cuda-libs/.ready
 	$(BIN)/python manage.py sync_tasks
 	$(BIN)/python manage.py ensure_admin

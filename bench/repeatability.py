@@ -5,9 +5,9 @@
 For every task (and precision) the baseline-only harness is built once; then, one process after another
 on an otherwise idle GPU, its baseline is timed in `time` mode five times:
 
-- twice with one launch per event pair ("before": --batch-below-ms 0, the protocol before batching);
-- twice with the default protocol ("after": calls shorter than 50 us are timed in batches on distinct
-  buffer sets, kw_timed.cuh);
+- twice with the default protocol, one launch per event pair ("before");
+- twice with batching ("after": --batch-below-ms 0.05, calls shorter than 50 us timed in batches on
+  distinct buffer sets, kw_timed.cuh);
 - once more with the default protocol, as the fixed reference a P is computed against.
 
 Per size it prints the CV of each protocol (the worse of its two runs) and the kernel's time. Per task it
@@ -37,7 +37,8 @@ from worker.formats.cuda.build import build, default_cache_dir  # noqa: E402
 from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
-BEFORE = ["--batch-below-ms", "0"]  # every call its own event pair, as before batching
+BEFORE = []  # the default protocol: every call its own event pair
+AFTER = ["--batch-below-ms", "0.05"]  # calls under 50 us timed in batches on distinct buffer sets
 
 
 def time_once(exe: str, spec, precision: str, work: Path, extra: list[str], iters: int, tag: str) -> dict | None:
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         work = root / f"{spec.name}-{precision}"
         runs = {tag: time_once(exe, spec, precision, work, extra, args.iters, tag)
-                for tag, extra in (("before-1", BEFORE), ("before-2", BEFORE), ("after-1", []), ("after-2", []),
+                for tag, extra in (("before-1", BEFORE), ("before-2", BEFORE), ("after-1", AFTER), ("after-2", AFTER),
                                    ("reference", []))}
         if any(r is None for r in runs.values()):
             continue

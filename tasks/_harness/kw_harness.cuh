@@ -255,8 +255,10 @@ struct Options {
   long long l2_flush_bytes = -1;  // -1: 2x the device's L2
   double atol = kDefaultAtol, rtol = kDefaultRtol;
   // time: a call shorter than batch_below_ms (median of the warm-up) is timed in batches of launches on
-  // distinct buffer sets, about batch_target_ms per sample, at most max_batch launches.
-  double batch_below_ms = 0.05, batch_target_ms = 0.5;
+  // distinct buffer sets, about batch_target_ms per sample, at most max_batch launches. Off by default
+  // (0): on an H100 it did not make P more repeatable, because every call of this interface ends in a host
+  // synchronize whose latency batching cannot remove (docs/benchmarks.md, "Repeatability").
+  double batch_below_ms = 0, batch_target_ms = 0.5;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;

@@ -52,7 +52,8 @@ def _with_listing(trajectory: dict, work) -> dict:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, chromium):
     base = tmp_path_factory.mktemp("stack-charts")
-    stack = make_stack(base, ROOT / "tasks")
+    # As `make run` does: the demo's library references, measured on an H100 (docs/experiments.md).
+    stack = make_stack(base, ROOT / "tasks", LIBRARY_REFERENCES_FILE=str(ROOT / "demo" / "h100-library.json"))
     softmax = _with_listing(json.loads((DEMO / "softmax_fp32_trajectory.json").read_text()), base)
     (base / "softmax.json").write_text(json.dumps(softmax))
     others = sorted(str(p) for p in DEMO.glob("*.json") if not p.name.startswith("softmax"))
@@ -201,3 +202,16 @@ def test_the_per_operator_chart_rotates_or_thins_its_labels(page, stack, shots):
     assert ">operator</text>" in svg
     chart.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / f"experiment-operators-{page.size}.png"))
+
+
+def test_every_operator_of_the_demo_experiment_has_its_measured_library_reference(page, stack, shots):
+    exp = stack.query("SELECT id FROM experiments_experiment ORDER BY id LIMIT 1")[0][0]
+    rows = page.request.get(f"{stack.url}/experiments/{exp}/export/library_comparison.json").json()["rows"]
+    operators = {r["operator"] for r in rows if r["reference_speedups"]}
+    assert operators == {"RELU", "dot_product", "matrix_transpose", "prefix_sum", "rms_norm", "vector_add"}, rows
+    page.goto(f"{stack.url}/experiments/{exp}/")
+    page.locator("[data-chart='operators'] canvas").first.wait_for()
+    svg = _svg(page, "[data-chart='operators']")
+    assert "library reference P" in svg
+    page.locator("#table-library_comparison").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / f"experiment-library-{page.size}.png"))

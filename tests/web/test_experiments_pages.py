@@ -435,6 +435,14 @@ def test_library_references_from_the_configured_file_appear_beside_the_best_cand
     assert library[1]["reference_speedups"] == "4;6"
     chart = client.get(reverse("experiments:chart", args=[trio.pk, "operators"])).content.decode()
     assert "library reference P" in chart
+    assert "4 · 6" in page  # the per-size speedups, short
+
+
+def test_per_size_speedups_read_as_short_numbers_in_the_page_and_stay_exact_in_the_csv():
+    from apps.experiments.templatetags.experiment_format import cell
+
+    assert cell("1.05231;0.971488;;12.3456", "reference_speedups") == "1.05 · 0.971 · — · 12.3"
+    assert cell(1.05231, "score") == "1.052"  # other numbers keep their 4 significant digits
 
 
 def test_the_detail_page_reads_a_fixed_number_of_queries_whatever_the_number_of_tasks(

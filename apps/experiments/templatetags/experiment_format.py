@@ -30,7 +30,17 @@ def cell(value, column: str = "") -> str:
         return "—"
     if column in RATE_COLUMNS and isinstance(value, int | float) and not isinstance(value, bool):
         return pct(value)
+    if column.endswith("speedups") and isinstance(value, str):
+        # Per-size speedups, ';'-separated in the CSV: 3 significant digits each, so the row fits the page.
+        return " · ".join(_speedup(part) for part in value.split(";"))
     return _number(value)
+
+
+def _speedup(text: str) -> str:
+    try:
+        return f"{float(text):.3g}"
+    except ValueError:
+        return "—"
 
 
 @register.filter

@@ -23,7 +23,8 @@ Compiling runs in parallel (--jobs); --compile-only builds the benchmark's binar
 KernelWeb static checks and build with `eval --compile-only`) without a GPU, into --build-dir, so
 that a GPU machine can reuse them; --skip-theirs leaves their harness out (with --compile-only: only
 KernelWeb's static checks and build, the quickest check of what KernelWeb accepts).
-Runs on the GPU are sequential (they are timed).
+Runs on the GPU are sequential per GPU (they are timed); --gpus spreads the items over several GPUs of
+one host, --deadline and --resume split a long run over several sessions.
 
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --jobs 8 --compile-only
     python bench/agreement.py --checkout /tmp/msk --out /tmp/agreement --build-dir /tmp/agreement/build
@@ -42,6 +43,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -274,6 +276,14 @@ class Item:
     ratio: float | None = None  # kw_p / their_p
     kw_sizes: list[dict] = field(default_factory=list)  # index, params, complexity, speedup, correct
     notes: list[str] = field(default_factory=list)
+    gpu: str = ""  # the CUDA_VISIBLE_DEVICES both harnesses ran under (--gpus)
+    kw_seconds: float | None = None
+    their_seconds: float | None = None
+
+    def done(self) -> bool:
+        """Both sides have a final verdict (a later --resume run keeps it)."""
+        unfinished = ("", "built", "compile_ok", "not run", "gpu_needed", "eval_failed", "no_gpu")
+        return self.their_verdict not in unfinished[:2] and self.kw_verdict not in unfinished
 
 
 def run(argv: list[str], cwd: Path | None = None, timeout: float | None = None, env=None) -> tuple[int, str, str]:
@@ -390,7 +400,7 @@ class Agreement:
         return run(argv, timeout=self.args.compile_timeout)[0] == 0
 
     # -- KernelWeb
-    def kernelweb(self, item: Item, compile_only: bool) -> None:
+    def kernelweb(self, item: Item, compile_only: bool, env: dict | None = None) -> None:
         if not item.candidate:
             return
         out = self.out / "kernelweb" / f"{item.op}_{item.precision}.json"
@@ -401,7 +411,9 @@ class Agreement:
             argv.append("--compile-only")
         if self.args.seeds:
             argv += ["--seeds", str(self.args.seeds)]
-        rc, stdout, stderr = run(argv, cwd=REPO, timeout=self.args.kw_timeout)
+        t0 = time.time()
+        rc, stdout, stderr = run(argv, cwd=REPO, timeout=self.args.kw_timeout, env=env)
+        item.kw_seconds = round(time.time() - t0, 1)
         if not out.exists():
             item.kw_verdict = "gpu_needed" if rc == 3 else "eval_failed"
             item.kw_reason = _first_error(stderr or stdout) or f"worker eval exited {rc}"
@@ -416,12 +428,13 @@ class Agreement:
         item.notes += [f"kw: {n}" for n in ev.get("static_violations") or []]
 
     # -- their harness on the GPU
-    def run_theirs(self, item: Item) -> None:
+    def run_theirs(self, item: Item, env: dict | None = None) -> None:
         if not item.binary:
             return
-        env = {k: v for k, v in os.environ.items() if k != "PROFILING_MODE"}
+        env = {k: v for k, v in (env or os.environ).items() if k != "PROFILING_MODE"}
         t0 = time.time()
         rc, stdout, stderr = run([item.binary], cwd=self.build_dir, timeout=self.args.run_timeout, env=env)
+        item.their_seconds = round(time.time() - t0, 1)
         log = self.out / "theirs" / f"{item.op}_{item.precision}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(f"# exit {rc} after {time.time() - t0:.1f} s\n{stdout}\n# stderr\n{stderr}")
@@ -458,33 +471,73 @@ class Agreement:
     def main(self) -> int:
         args = self.args
         self.out.mkdir(parents=True, exist_ok=True)
-        for item in self.items:
+        kept = self.resumed() if args.resume else {}
+        todo = [i for i in self.items if (i.op, i.precision) not in kept]
+        self.items = [kept.get((i.op, i.precision), i) for i in self.items]
+        for item in todo:
             self.prepare(item)
         if not args.skip_theirs:
             with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-                list(pool.map(self.compile_theirs, self.items))
-        if not args.skip_kernelweb:
-            if args.compile_only:  # builds only: in parallel too
+                list(pool.map(self.compile_theirs, todo))
+        if args.compile_only:  # builds only, in parallel
+            if not args.skip_kernelweb:
                 with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-                    list(pool.map(lambda item: self.kernelweb(item, True), self.items))
-            else:  # timed: one at a time
-                for item in self.items:
-                    self.kernelweb(item, False)
-            for item in self.items:
+                    list(pool.map(lambda item: self.kernelweb(item, True), todo))
+            for item in todo:
                 self.combine(item)
-        if not args.compile_only and not args.skip_theirs:
-            for item in self.items:
-                self.run_theirs(item)
-                self.combine(item)
-        for item in self.items:
-            if args.compile_only and item.binary and not item.their_verdict:
-                item.their_verdict = "built"
+                if item.binary and not item.their_verdict:
+                    item.their_verdict = "built"
+        else:
+            self.run_on_gpus(todo)
         self.write()
         for p in PRECISIONS:
             rows = [i for i in self.items if i.precision == p]
             if rows:
                 print(format_table(rows, p))
         return 0
+
+    def resumed(self) -> dict[tuple[str, str], Item]:
+        """Items of an earlier run in --out that have both verdicts: kept as they are, not run again."""
+        path = self.out / "agreement.json"
+        if not path.is_file():
+            return {}
+        items = [Item(**row) for row in json.loads(path.read_text())]
+        return {(i.op, i.precision): i for i in items if i.done()}
+
+    def run_on_gpus(self, todo: list[Item]) -> None:
+        """Timed runs, one at a time per GPU: --gpus gives one worker per GPU, each taking the next item
+        (KernelWeb's evaluation, then their harness, on the same GPU). After --deadline seconds no item
+        is started; results are written after every item, so a run cut short keeps what it finished."""
+        gpus = [g.strip() for g in (self.args.gpus or "").split(",") if g.strip()] or [None]
+        queue, lock, started = list(todo), threading.Lock(), time.monotonic()
+
+        def worker(gpu: str | None) -> None:
+            env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}))
+            while True:
+                with lock:
+                    late = self.args.deadline and time.monotonic() - started > self.args.deadline
+                    if not queue or late:
+                        return
+                    item = queue.pop(0)
+                item.gpu = gpu or ""
+                if not self.args.skip_kernelweb:
+                    self.kernelweb(item, False, env)
+                if not self.args.skip_theirs:
+                    self.run_theirs(item, env)
+                self.combine(item)
+                print(f"[{time.monotonic() - started:6.0f} s] gpu {gpu or '-'} {item.op} {item.precision}: "
+                      f"theirs {item.their_verdict} ({item.their_seconds} s), KernelWeb {item.kw_verdict} "
+                      f"({item.kw_seconds} s)", flush=True)
+                with lock:
+                    self.write()
+
+        threads = [threading.Thread(target=worker, args=(g,)) for g in gpus]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for item in queue:
+            item.notes.append("not run: --deadline reached")
 
     def write(self) -> None:
         data = [asdict(i) for i in self.items]
@@ -549,6 +602,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--compile-timeout", type=float, default=600)
     ap.add_argument("--run-timeout", type=float, default=1800, help="seconds per run of their harness")
     ap.add_argument("--kw-timeout", type=float, default=3600, help="seconds per KernelWeb evaluation")
+    ap.add_argument("--gpus", help="comma-separated CUDA device numbers: one serial worker per GPU (default: one)")
+    ap.add_argument("--deadline", type=float, default=0, help="start no item after this many seconds")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the items of OUT/agreement.json that have both verdicts; run the rest")
     return ap.parse_args(argv)
 
 

@@ -347,7 +347,10 @@ def _plain(name: str) -> str:
 def _definition_problem(name: str, kind: str, policy: ObjectPolicy) -> str:
     if name == policy.entry or _COMPILER_DEFINED.match(name):
         return ""
-    if name in policy.reserved:
+    if name in policy.reserved and kind not in "WVu":
+        # A weak or unique definition (an inline function or template instantiation both objects emit) cannot
+        # replace theirs: the link puts baseline.o and harness.o before candidate.o, the linker keeps the first
+        # weak definition it sees, and a strong one of theirs wins over any weak one (cuda/build.py).
         return "is also defined by the harness or the baseline; defining it again would replace theirs"
     if name == "main":
         return "is the harness's main; the harness owns main"

@@ -62,7 +62,7 @@ DETAILS = {
     "cached_result": lambda ev, o: ev.sizes[0].first_mismatch["seed"] == o.seed_base + 1,
     "modifies_input": lambda ev, o: ev.sizes[0].changed_input == "A",
     "oob_write": lambda ev, o: "past the end of C" in (ev.sizes[0].out_of_bounds or ""),
-    "unwritten_output": lambda ev, o: ev.sizes[0].first_mismatch["got"] == "nan",
+    "unwritten_output": lambda ev, o: ev.sizes[0].first_mismatch["got"] == "nan" and "never written" in ev.reason,
     "infinite_loop": lambda ev, o: ev.crash.size_index == 0 and "candidate call" in ev.crash.message,
     "size_special_case": lambda ev, o: ev.sizes[0].correct and not ev.sizes[1].correct,
     "oob_write_far": lambda ev, o: ev.crash.kind == "illegal_address",

@@ -94,6 +94,26 @@ def test_a_definition_that_would_interpose_the_harness_runtime_or_libc_is_refuse
                for v in ev.static_violations), ev.static_violations
 
 
+def test_a_template_instantiation_the_harness_also_emits_is_accepted(scale_spec, no_gpu_chain, cpu_options):
+    # std::vector<float> is instantiated weakly by the harness and by this candidate: the link keeps theirs.
+    source = "#include <vector>\n" + ENTRY + (
+        "    std::vector<float> t(X, X + N);\n    for (int i = 0; i < N; ++i) Y[i] = 2.0f * t[i];\n}\n")
+    ev = evaluate(scale_spec, "fp32", source, None, cpu_options, chain=no_gpu_chain, compile_only=True)
+    assert ev.verdict != Verdict.REJECTED and not ev.static_violations, ev.reason
+
+
+def test_a_strong_definition_of_a_template_the_harness_instantiates_is_refused(
+    scale_spec, no_gpu_chain, cpu_options
+):
+    # An explicit specialization is a strong definition: it would replace the harness's weak instantiation.
+    source = (
+        "#include <vector>\ntemplate <> std::vector<float>::~vector() noexcept {}\n" + ENTRY + GOOD_BODY + "}\n"
+    )
+    ev = rejected(scale_spec, no_gpu_chain, cpu_options, source)
+    assert any(v.startswith("RULE object-defines") and "~vector" in v for v in ev.static_violations), (
+        ev.static_violations)
+
+
 def test_a_system_call_instruction_from_spliced_host_asm_is_refused(scale_spec, no_gpu_chain, cpu_options):
     source = ENTRY + GOOD_BODY + '    __as\\\nm__ volatile("mov $39, %%eax\\n\\tsyscall" ::: "rax", "rcx", "r11");\n}\n'
     assert check_source(source, scale_spec, "fp32").ok

@@ -432,6 +432,8 @@ def build(
     link_argv = [
         nvcc,
         f"-arch={arch}",
+        # baseline.o and harness.o before candidate.o: of the weak definitions several objects emit (inline
+        # functions, template instantiations) the linker keeps the first, theirs (objcheck relies on it).
         *[str(j.output) for j in jobs],
         "-o",
         EXECUTABLE,

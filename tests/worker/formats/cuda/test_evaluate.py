@@ -44,6 +44,7 @@ def test_a_wrong_element_is_incorrect_with_the_first_mismatch(scale_spec, cpu_ch
     mismatch = ev.sizes[0].first_mismatch
     assert mismatch["index"] == 7 and mismatch["output"] == "Y" and mismatch["seed"] == cpu_options.seed_base
     assert "Y[7]" in ev.reason and "N=1000" in ev.reason
+    assert "never written" not in ev.reason  # a wrong value is not an unwritten one
     assert ev.score is None and all(s.candidate is None for s in ev.sizes)
 
 
@@ -52,6 +53,7 @@ def test_an_unwritten_output_fails_through_the_poison(scale_spec, cpu_chain, cpu
     assert ev.verdict == Verdict.INCORRECT
     assert ev.sizes[0].first_mismatch["index"] == 999
     assert "got nan" in ev.reason
+    assert "1 of them never written by the call" in ev.reason, ev.reason  # the message says what happened
     Evaluation.from_json(ev.to_json())  # the NaN survives as strict JSON
 
 

@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision", choices=PRECISIONS)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--json", help="write every timing here")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds")
     args = parser.parse_args(argv)
 
     specs = [s for s in discover_tasks(TASKS, backends=("cuda",)).specs if not args.task or s.name in args.task]
@@ -75,13 +77,18 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.iters} timed calls per size", flush=True)
     root = Path(tempfile.mkdtemp(prefix="kw-repeat-"))
     exes = {}
-    for spec, precision in cases:
-        built = build(spec, precision, chain, None, work_dir=root / f"{spec.name}-{precision}",
-                      cache_dir=os.environ.get("KW_BUILD_CACHE") or default_cache_dir())
-        if not built.ok:
-            print(f"  build failed: {spec.name}[{precision}]", file=sys.stderr)
-            continue
-        exes[(spec.name, precision)] = built.executable
+
+    def build_one(case):
+        spec, precision = case
+        return case, build(spec, precision, chain, None, work_dir=root / f"{spec.name}-{precision}",
+                           cache_dir=os.environ.get("KW_BUILD_CACHE") or default_cache_dir())
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # builds in parallel; timing below is serial
+        for (spec, precision), built in pool.map(build_one, cases):
+            if not built.ok:
+                print(f"  build failed: {spec.name}[{precision}]", file=sys.stderr)
+                continue
+            exes[(spec.name, precision)] = built.executable
     print(f"built {len(exes)} of {len(cases)}")
     if chain.gpu is None:
         return 0
@@ -99,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         if any(r is None for r in runs.values()):
             continue
         saved.append({"task": spec.name, "precision": precision, "runs": runs})
+        if args.json:  # after every task: a run cut short keeps what it timed
+            Path(args.json).write_text(json.dumps(saved, indent=1))
         ref = runs["reference"]
         repeat = {k: abs(p_of(spec, runs[f"{k}-1"], ref) / p_of(spec, runs[f"{k}-2"], ref) - 1)
                   for k in ("before", "after")}

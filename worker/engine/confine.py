@@ -195,6 +195,8 @@ class Policy:
 # environment file), not /home, /root, /opt, /srv or the app's folder.
 SYSTEM_PATHS = _SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
                 "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
+# Where the shells of wrapper scripts live (the toolkit's tool launchers are scripts).
+_SHELLS = ("/bin", "/usr/bin")
 # Character devices every program may open: /dev/null and friends (not /dev/shm, shared with others).
 _COMMON_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 # The CUDA driver (libcuda) on the GPU run, from NVIDIA's documentation of the device files and of what
@@ -264,11 +266,15 @@ def run_policy(program: str | os.PathLike, scratch: str | os.PathLike, *, read: 
 def tool_policy(policy: Policy, tool: str | os.PathLike) -> Policy:
     """`policy` for a run under a GPU tool (compute-sanitizer, ncu): the tool starts the target and talks
     to it over local sockets, so processes, AF_UNIX sockets, /proc (the tool reads its target's) and the
-    tool's folder are added. Files and the network stay confined; GPU validation pending."""
+    tool's folder are added. The toolkit starts its tools through shell wrappers (/bin/sh must execute), and
+    the target the tool forks is not the process whose /proc/self the trampoline opened, so the CUDA driver's
+    writes beneath its own /proc/<pid> need /proc writable (other processes' private files stay behind
+    Landlock's ptrace scoping). Files and the network stay confined."""
     root = os.path.dirname(os.path.dirname(os.path.realpath(str(tool))))
     return Policy(**{**policy.to_dict(), "name": policy.name + "+tool", "processes": True, "unix_sockets": True,
-                     "profiler": True, "read": (*policy.read, "/proc"), "execute": (*policy.execute, root),
-                     "devices": (*policy.devices, "/dev/shm")})
+                     "profiler": True, "read": (*policy.read, "/proc"),
+                     "execute": (*policy.execute, root, *_SHELLS),
+                     "write": (*policy.write, "/proc"), "devices": (*policy.devices, "/dev/shm")})
 
 
 def candidate_run(program: str | os.PathLike, scratch: str | os.PathLike, *, tool: str | os.PathLike | None = None,

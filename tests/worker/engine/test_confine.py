@@ -301,3 +301,44 @@ def test_the_harness_run_confines_the_candidate_program_by_default_and_the_opera
     unconfined = run_harness(str(hostile["gcc"]), scale_spec, "fp32", "check", "candidate", sizes, tmp_path / "b", 30)
     assert unconfined.result.confinement is None
     assert attempts(unconfined.result.stdout)["read_etc_passwd"] == "ok"
+
+
+# ---------------------------------------------------------------- under a GPU tool (ncu, compute-sanitizer)
+
+TOOL_TARGET = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {  /* what the CUDA driver does at cuInit: writes beneath its own /proc/<pid> */
+    int fd = open("/proc/self/comm", O_WRONLY);
+    if (fd < 0 || write(fd, "kw-target", 9) != 9) { printf("proc_self_write denied %d\\n", errno); return 3; }
+    printf("proc_self_write ok\\n");
+    return 0;
+}
+"""
+
+
+def test_a_target_started_by_a_wrapper_tool_runs_and_may_write_its_own_proc(tmp_path):
+    """The GPU tools are started through wrapper scripts and fork their target, so the target is neither the
+    trampoline's process nor the tool's program (on an H200, 2026-11-27, compute-sanitizer could not be executed
+    and ncu's target failed cuInit under the first tool policy). A stand-in tool: a shell script that runs the
+    target as its child."""
+    kit = tmp_path / "kit" / "bin"
+    kit.mkdir(parents=True)
+    tool = kit / "fake-tool"
+    tool.write_text('#!/bin/sh\n"$@"\n')
+    tool.chmod(0o755)
+    src = tmp_path / "target.c"
+    src.write_text(TOOL_TARGET)
+    target = tmp_path / "target"
+    subprocess.run(["gcc", "-O1", str(src), "-o", str(target)], check=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    policy = confine.tool_policy(confine.run_policy(str(target), scratch), tool)
+    res = sandbox.run([str(tool), str(target)], scratch, 30, policy=policy)
+    assert res.ok and "proc_self_write ok" in res.stdout, res.output
+    # Still confined: the target may not read the worker's files.
+    passwd = sandbox.run([str(tool), "/bin/cat", "/etc/passwd"], scratch, 30, policy=policy)
+    assert not passwd.ok and "root:" not in passwd.stdout

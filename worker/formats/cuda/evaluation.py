@@ -372,7 +372,8 @@ def _timed_call_failure(sizes: list[SizeResult], data: dict[str, Any] | None) ->
             f"at {label} timed call {call} (of {timing.get('checked_calls', '?')} checked"
             f"{f', {batch} launches per sample' if batch > 1 else ''}) gave a wrong result although the checks "
             f"before timing passed: {m.get('output')}[{m.get('index')}] expected {m.get('expected')} got "
-            f"{m.get('got')}, {m.get('mismatches')} of {m.get('total')} elements out of tolerance{_unwritten_note(m)} (each timed call "
+            f"{m.get('got')}, {m.get('mismatches')} of {m.get('total')} elements out of tolerance"
+            f"{_unwritten_note(m)} (each timed call "
             "gets fresh inputs and is compared with the baseline on them; doing less work, or remembering "
             "earlier results, while timed is caught here)"
         )

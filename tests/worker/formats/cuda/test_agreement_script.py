@@ -230,3 +230,31 @@ def test_cub_is_included_in_a_candidate_only_when_the_section_uses_it():
     assert "cub/cub.cuh" not in agreement.bf16_candidate(test)
     uses = test.replace("int i = blockIdx.x", "using cub::Sum; int i = blockIdx.x")
     assert "#include <cub/cub.cuh>" in agreement.bf16_candidate(uses)
+
+
+def test_gpu_workers_run_every_item_once_and_resume_keeps_finished_ones(checkout, tmp_path):
+    # A stand-in for nvcc whose "binary" prints their harness's output and the GPU it was given.
+    fake = tmp_path / "fake-nvcc"
+    fake.write_text('#!/bin/sh\nfor a; do prev="$cur"; cur="$a"; [ "$prev" = "-o" ] && out="$a"; done\n'
+                    'printf \'#!/bin/sh\\necho "Test case size: N: 1024. Complexity: 1024"\\n'
+                    'echo "Speedup ratio: 2.0"\\necho "gpu $CUDA_VISIBLE_DEVICES"\\n\' > "$out"\nchmod +x "$out"\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    common = ["--checkout", str(checkout), "--out", str(out), "--ops", "vector_add", "--skip-kernelweb",
+              "--nvcc", str(fake), "--jobs", "2", "--gpus", "0,1"]
+    assert agreement.Agreement(agreement.parse_args(common)).main() == 0
+    data = json.loads((out / "agreement.json").read_text())
+    assert len(data) == 2 and all(d["their_verdict"] == "ok" and d["their_p"] == 2.0 for d in data)
+    for d in data:  # each item ran on the GPU its worker owns, and the record says which
+        log = (out / "theirs" / f"vector_add_{d['precision']}.log").read_text()
+        assert d["gpu"] in ("0", "1") and f"gpu {d['gpu']}\n" in log, log
+
+    # Mark one item finished on both sides: --resume keeps it as it is and runs only the other.
+    for d in data:
+        if d["precision"] == "fp32":
+            d.update(kw_verdict="ok", their_reason="kept from the first run")
+    (out / "agreement.json").write_text(json.dumps(data))
+    assert agreement.Agreement(agreement.parse_args([*common, "--resume"])).main() == 0
+    again = {d["precision"]: d for d in json.loads((out / "agreement.json").read_text())}
+    assert again["fp32"]["their_reason"] == "kept from the first run"
+    assert again["bf16"]["their_verdict"] == "ok" and again["bf16"]["their_reason"] == ""

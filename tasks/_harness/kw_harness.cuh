@@ -768,6 +768,7 @@ struct Mismatch {
   size_t index = 0;
   double expected = 0, got = 0, abs_err = 0;
   size_t mismatches = 0, total = 0;
+  size_t unwritten = 0;  // mismatching elements still holding the poison pattern: never written by the call
   std::optional<long long> call;  // time mode: the timed call (0-based) that produced it
 };
 
@@ -782,6 +783,15 @@ struct Tally {  // per size, over seeds and outputs
 inline bool within(double expected, double got, double atol, double rtol) {
   if (got == expected) return true;  // also equal infinities
   return std::fabs(got - expected) <= atol + rtol * std::fabs(expected);  // false for NaN
+}
+
+// Whether element i of an output still holds the poison the harness filled it with before the call.
+inline bool poisoned_element(const Buffer& out, size_t i) {
+  const size_t size = type_size(out.type());
+  const unsigned char* p = out.result().data() + i * size;
+  for (size_t b = 0; b < size; ++b)
+    if (p[b] != kPoisonByte) return false;
+  return true;
 }
 
 // Compares output `out` at `indices` (all elements when null) against expected(i).
@@ -804,6 +814,7 @@ inline void compare_output(const Buffer& out, const std::vector<size_t>* indices
       tally.nonfinite = true;
     }
     if (ok) continue;
+    if (!out.is_zeroed() && poisoned_element(out, i)) ++m.unwritten;
     if (!failed) {
       failed = true;
       m.index = i;
@@ -1142,7 +1153,7 @@ class Report {
       j.open_object().key("seed").integer((long long)m.seed).key("output").str(m.output);
       j.key("index").integer((long long)m.index).key("expected").num(m.expected).key("got").num(m.got);
       j.key("abs_err").num(m.abs_err).key("mismatches").integer((long long)m.mismatches);
-      j.key("total").integer((long long)m.total);
+      j.key("total").integer((long long)m.total).key("unwritten").integer((long long)m.unwritten);
       if (m.call) j.key("timed_call").integer(*m.call);
       j.close_object();
     } else {

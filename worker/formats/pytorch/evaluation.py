@@ -23,6 +23,7 @@ from worker.formats.pytorch.runner import (
     NO_DEVICE_TEXT,
     PROFILE_NOTE,
     STREAM_GAP_REVIEW,
+    TIMED,
     ChildRun,
     TorchContext,
     candidate_build_key,
@@ -90,6 +91,10 @@ def _evaluate(ctx: TorchContext, source: str, flags: str | None, compile_only: b
     if not run.ok:
         return _crashed(ctx, run, compile=built, notes=notes, sizes=(checked,))
     data = run.data or {}
+    failed = _timed_call_failure(ctx, data)
+    if failed is not None:
+        return ctx.base(verdict=Verdict.INCORRECT, reason=failed, sizes=(replace(checked, correct=False),),
+                        compile=built, notes=tuple(notes))
     candidate = timing_of(data)
     if candidate is None:
         return _crashed(ctx, replace(run, crash=CrashInfo("missing_output", "no timing in the result", size_index=0)),
@@ -150,6 +155,23 @@ def _build(ctx: TorchContext, notes: list[str]) -> CompileResult | Evaluation:
     failure = CompileResult("candidate", False, command, output, seconds=res.wall_s)
     return ctx.base(verdict=Verdict.RUNTIME_ERROR, compile=failure, crash=crash, notes=tuple(notes),
                     reason=f"{crash.kind} while importing the candidate: {crash.message}")
+
+
+def _timed_call_failure(ctx: TorchContext, data: dict[str, Any]) -> str | None:
+    """Why the candidate fails when a timed call was wrong (every timed call runs on fresh inputs and is
+    compared with the Model on them, torch_timed.py), or when its timing comes without those checks."""
+    if data.get("failed_call") is None:
+        return None if data.get("checked_calls") else "the timed calls were not checked (the harness reported no check)"
+    m = data.get("first_mismatch") or {}
+    where = f"{m.get('output', 'output')}"
+    what = m.get("error") or (
+        f"{where}[{m.get('index')}] expected {_g(m.get('expected'))} got {_g(m.get('got'))}, "
+        f"{m.get('mismatches')} of {m.get('total')} elements out of tolerance")
+    return (
+        f"timed call {data['failed_call']} (of {ctx.options.iters}) gave a wrong result although the checks before "
+        f"timing passed: {what} (each timed call gets fresh inputs and is compared with the Model on them; doing "
+        "less work, or remembering earlier results, while timed is caught here)"
+    )
 
 
 def _first_error(text: str) -> str:
@@ -251,6 +273,7 @@ def timing_cache(ctx: TorchContext, impl: str) -> TimingCache:
         "torch": torch_version(),
         "model": file_digest(ctx.spec.model_path),
         "harness": file_digest(HARNESS),
+        "timed": file_digest(TIMED),
         "warmup": o.warmup,
         "iters": o.iters,
         "seed_base": o.seed_base,

@@ -11,8 +11,9 @@ Modes (KernelBench's protocol, as docs/evaluation.md describes it under PyTorch 
   check     Model and ModelNew from the same seed; per trial fresh seeded inputs, the reference on a
             clone, the allocator poisoned (0xFF: NaN for every float type) so an unwritten output fails,
             the candidate on another clone, device synchronized, outputs compared, inputs unchanged
-  time      warm-up, then timed calls, L2 flushed before each, CUDA events with a device-wide
-            synchronize before the end event (work on any stream is covered); the candidate is also timed
+  time      warm-up, then timed calls, each on fresh inputs (torch_timed.py) with L2 flushed before it,
+            CUDA events with a device-wide synchronize before the end event (work on any stream is
+            covered); a candidate's every timed call is checked against the Model; the candidate is also timed
             without that synchronize once, to report how much work escapes the current stream; it reports
             the raw per-call times (samples_ms, host_ms): the worker computes the statistics
   profile   one candidate call inside an NVTX range, bracketed by cudaProfilerStart/Stop, for ncu
@@ -373,43 +374,8 @@ def _changed_input(task: Task, pristine, ref_changed, cand_in, args, result) -> 
     return None
 
 
-def _flush_buffer(device: torch.device) -> torch.Tensor | None:
-    if device.type != "cuda":
-        return None
-    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 1024 * 1024
-    return torch.empty(2 * l2, dtype=torch.uint8, device=device)
-
-
-def _timed(call, device: torch.device, iters: int, flush: torch.Tensor | None, device_sync: bool):
-    """Per-call (event ms, host ms). With device_sync, the end event is recorded only after the whole
-    device is idle, so work the call left on any stream is inside the measurement."""
-    events, host = [], []
-    if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(iters):
-        if flush is not None:
-            flush.zero_()  # write 2x L2: nothing of the previous call stays cached
-        sync(device)
-        h0 = time.perf_counter()
-        if device.type == "cuda":
-            start.record()
-            out = call()
-            if device_sync:
-                torch.cuda.synchronize()
-            h1 = time.perf_counter()
-            end.record()
-            end.synchronize()
-            events.append(start.elapsed_time(end))
-        else:
-            out = call()
-            h1 = time.perf_counter()
-            events.append((h1 - h0) * 1e3)
-        host.append((h1 - h0) * 1e3)
-        del out
-    return events, host
-
-
 def mode_time(args: argparse.Namespace) -> dict[str, Any]:
+    timing = load_module(Path(__file__).with_name("torch_timed.py"), "kw_torch_timed")
     task = Task(args)
     if args.impl == "candidate":
         checkpoint("import the candidate")
@@ -420,7 +386,7 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
             checkpoint("torch.compile(Model)")
             module = torch.compile(module)
     inputs = task.on_device(task.inputs(args.seed_base))
-    flush = _flush_buffer(task.device)
+    flush = timing.flush_buffer(task.device)
     result: dict[str, Any] = {"impl": args.impl}
     with torch.no_grad():
         checkpoint(f"warm-up ({args.impl})")  # for torch.compile this compiles: never timed
@@ -432,17 +398,28 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
             call()
         sync(task.device)
         checkpoint(f"timed calls ({args.impl})")
-        events, host = _timed(call, task.device, args.iters, flush, device_sync=True)
+        # Every timed call on fresh inputs in the same buffers; a candidate's outputs checked after each call.
+        fresh = timing.FreshInputs(task, inputs)
+        after = None
+        if args.impl == "candidate":
+            after = timing.checker(task.build(task.ref.Model), fresh, compare_outputs, outputs_of, args.atol,
+                                   args.rtol)
+        events, host, failed = timing.timed(call, task.device, args.iters, flush, True, fresh, after)
         # Raw per-call times: the worker turns them into statistics (worker.engine.timing, shared by all formats).
         result["samples_ms"], result["host_ms"] = events, host
+        result["checked_calls"] = len(events) if after is not None else 0
+        if failed is not None:
+            result.update(correct=False, failed_call=failed["timed_call"], first_mismatch=failed)
+            result["env"] = env_info(task.device)
+            return result
         if args.impl == "candidate" and task.device.type == "cuda":
             # The same calls timed on the current stream only; what a device-wide sync adds beyond its own
             # cost (calibrated on an empty call) is work the candidate left on other streams.
             checkpoint("timed calls without the device-wide sync")
             n = max(1, min(args.iters, 50))
-            loose, _ = _timed(call, task.device, n, flush, device_sync=False)
-            idle_sync, _ = _timed(lambda: None, task.device, 20, None, device_sync=True)
-            idle_loose, _ = _timed(lambda: None, task.device, 20, None, device_sync=False)
+            loose, _, _ = timing.timed(call, task.device, n, flush, False)
+            idle_sync, _, _ = timing.timed(lambda: None, task.device, 20, None, True)
+            idle_loose, _, _ = timing.timed(lambda: None, task.device, 20, None, False)
             overhead = max(0.0, statistics.fmean(idle_sync) - statistics.fmean(idle_loose))
             loose_mean = statistics.fmean(loose)
             result["unsynced_mean_ms"] = loose_mean

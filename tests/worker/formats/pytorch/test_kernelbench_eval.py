@@ -140,6 +140,19 @@ def test_an_input_the_reference_changes_must_be_changed_alike(scale_add_inplace,
     assert untouched.sizes[0].changed_input == "input 1 (y) (differently from the Model, which also changes it)"
 
 
+def test_less_work_on_a_timed_call_is_incorrect_and_names_the_call(scale_add, options, stand_in_chain):
+    ev = run(scale_add, options, stand_in_chain, "cpu_lazy_when_timed.py")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert ev.reason.startswith("timed call 2 (of 30) gave a wrong result"), ev.reason
+    assert ev.score is None
+
+
+def test_results_remembered_by_input_address_are_stale_on_the_timed_calls(scale_add, options, stand_in_chain):
+    ev = run(scale_add, options, stand_in_chain, "cpu_memo_by_address.py")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason  # every timed call refills the same buffers with new inputs
+    assert "timed call" in ev.reason or "trial" in ev.reason, ev.reason
+
+
 def test_a_wrong_output_shape_is_incorrect(scale_add, options, stand_in_chain):
     ev = run(scale_add, options, stand_in_chain, "cpu_wrong_shape.py")
     assert ev.verdict == Verdict.INCORRECT

@@ -39,7 +39,7 @@ from apps.runs.services import run_fail, run_transition
 from worker.agents.llm import OpenAIChatClient
 from worker.agents.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
 from worker.agents.prompts import HardwareInfo
-from worker.engine.verification import compare
+from worker.engine.verification import compare, fresh_options
 from worker.formats.cuda.evaluation import EvalOptions
 from worker.registry import evaluate
 
@@ -272,7 +272,8 @@ def _verification_finish(verification_id: int, turn: Turn, **fields) -> bool:
 
 def turn_verify(verification_id: int) -> None:
     """Evaluate a published turn again in this fresh worker process: the verification's own seeds, no cached
-    baseline time, no profiling; the engine decides whether the result confirms the record."""
+    baseline time, profiled so the reported times are cross-checked against Nsight Compute's kernel durations
+    from a separate process (docs/threat-model.md); the engine decides whether the result confirms the record."""
     verification = TurnVerification.objects.select_related("turn__run__task").filter(pk=verification_id).first()
     if verification is None or verification.status != VerificationStatus.PENDING:
         return
@@ -287,7 +288,7 @@ def turn_verify(verification_id: int) -> None:
     if job is None:
         return
     with job_guard(run.pk, "verification", fail):
-        options = EvalOptions(seed_base=verification.seed_base, use_baseline_cache=False, profile="none")
+        options = fresh_options(verification.seed_base)
         evaluation = evaluate(job.spec, run.task.precision, turn.code, turn.compile_command or None, options,
                               chain=job.chain)
         agreement = compare(turn.verdict, turn.score, run.gpu_name, evaluation, settings.VERIFY_SCORE_TOLERANCE)

@@ -13,15 +13,23 @@ recorded result and the fresh one alone, whether the fresh run confirms the reco
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from worker.engine.context import EvalOptions
 from worker.engine.results import Evaluation, Verdict
 
 # Relative disagreement of P between the record and the fresh run that is still "the same result". Two
 # evaluations of one kernel in separate processes agree within a few percent when every size is timed
 # above the noise floor (docs/benchmarks.md); 10 % leaves room for that and still catches a faked P.
 DEFAULT_TOLERANCE = 0.10
+
+
+def fresh_options(seed_base: int, base: EvalOptions | None = None) -> EvalOptions:
+    """How a verification evaluates: seeds it has never seen, both sides timed now (no cached baseline time),
+    and profiled, so the times the candidate's process reports are cross-checked against Nsight Compute's
+    kernel durations from a separate process before anything is published."""
+    return replace(base or EvalOptions(), seed_base=seed_base, use_baseline_cache=False, profile="filtered")
 
 
 class Outcome(StrEnum):

@@ -164,12 +164,11 @@ def test_a_candidate_turn_carries_its_sass_and_ptx_on_a_gpu_host(gpu_chain, opti
 def test_a_fresh_evaluation_with_unseen_seeds_confirms_a_correct_kernel(gpu_chain, options):
     """Verified before published (worker/engine/verification.py): the record, then a fresh evaluation with a
     new seed base and no cached baseline time, as apps/runs/execution.turn_verify runs it."""
-    from worker.engine.verification import compare
+    from worker.engine.verification import compare, fresh_options
 
     source = (CANDIDATE_FILES[0].parent / "vector_add_fast.cu").read_text(encoding="utf-8")
     recorded = evaluate(LIBRARY["vector_add"], "fp32", source, None, options, chain=gpu_chain)
-    fresh = evaluate(LIBRARY["vector_add"], "fp32", source, None,
-                     dataclasses.replace(options, seed_base=987_654_321, use_baseline_cache=False), chain=gpu_chain)
+    fresh = evaluate(LIBRARY["vector_add"], "fp32", source, None, fresh_options(987_654_321, options), chain=gpu_chain)
     agreement = compare(recorded.verdict, recorded.score, recorded.gpu, fresh)
     assert agreement.verified, agreement.summary
 

@@ -3,7 +3,7 @@
 import pytest
 
 from worker.engine.results import Evaluation, Verdict
-from worker.engine.verification import Outcome, compare
+from worker.engine.verification import Outcome, compare, fresh_options
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -48,3 +48,13 @@ def test_a_record_that_was_never_valid_cannot_be_verified():
 @pytest.mark.parametrize(("tolerance", "outcome"), [(0.25, Outcome.VERIFIED), (0.15, Outcome.DISAGREES)])
 def test_the_tolerance_is_the_callers(tolerance, outcome):
     assert compare("ok", 2.0, H100, fresh(score=2.4), tolerance).outcome is outcome
+
+
+def test_a_verification_uses_unseen_seeds_times_both_sides_now_and_profiles_for_the_cross_check():
+    from worker.engine.context import EvalOptions
+
+    base = EvalOptions(iters=20, profile="none")
+    options = fresh_options(424_242, base)
+    assert options.seed_base == 424_242 and options.use_baseline_cache is False
+    assert options.profile == "filtered"  # the profiler cross-check of the reported times applies
+    assert options.iters == 20 and fresh_options(7).profile == "filtered"

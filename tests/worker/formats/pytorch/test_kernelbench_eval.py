@@ -336,6 +336,18 @@ def test_gpu_a_candidate_that_wipes_its_input_is_incorrect(gpu_options, gpu_chai
 
 
 @pytest.mark.gpu
+def test_gpu_less_work_on_a_timed_call_is_incorrect_and_names_the_call(gpu_options, gpu_chain):
+    ev = gpu_run("relu", gpu_options, gpu_chain, "cuda_relu_lazy_when_timed.py")
+    assert ev.verdict == Verdict.INCORRECT and ev.reason.startswith("timed call 2 "), ev.reason
+
+
+@pytest.mark.gpu
+def test_gpu_results_remembered_by_input_address_are_incorrect(gpu_options, gpu_chain):
+    ev = gpu_run("relu", gpu_options, gpu_chain, "cuda_relu_memo_by_address.py")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason  # the timed calls refill the same buffer with new inputs
+
+
+@pytest.mark.gpu
 def test_gpu_work_on_a_side_stream_is_timed_and_flagged(gpu_options, gpu_chain):
     ev = gpu_run("relu", gpu_options, gpu_chain, "cuda_relu_side_stream.py")
     assert ev.verdict == Verdict.OK, ev.reason  # the check synchronizes the device: the output is right

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from worker.engine.taskspec import CATEGORIES, DEFAULT_TOLERANCE, PRECISIONS, SpecError, Tolerance, read_toml
+from worker.engine.taskspec import CATEGORIES, PRECISIONS, SpecError, Tolerance, read_toml
 
+# KernelBench's correctness check (its eval: torch.allclose(output, output_new, atol=1e-02, rtol=1e-02)).
+KERNELBENCH_TOLERANCE = (1e-2, 1e-2)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 _SPEC_KEYS = (
     "backend", "name", "suite", "title", "category", "description", "model", "precisions",
@@ -58,10 +60,11 @@ class PyTorchTaskSpec:
         return 1.0
 
     def tolerance(self, precision: str) -> Tolerance:
+        """The task's own, else KernelBench's: its harness accepts torch.allclose(atol=1e-2, rtol=1e-2) at
+        every precision, so a kernel it accepts is not refused here for a tighter default."""
         if precision in self.tolerances:
             return self.tolerances[precision]
-        atol, rtol = DEFAULT_TOLERANCE[precision]
-        return Tolerance(atol, rtol, "default")
+        return Tolerance(*KERNELBENCH_TOLERANCE, "KernelBench's default")
 
     def baseline_source(self, precision: str) -> Path:
         """The code the agents start from: the PyTorch model file (the same at every precision)."""

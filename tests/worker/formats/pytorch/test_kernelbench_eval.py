@@ -17,6 +17,7 @@ import pytest
 from tests.worker.conftest import CPU_STAND_IN
 from worker.engine import toolchain as tc
 from worker.engine.results import Evaluation, Verdict
+from worker.engine.taskspec import Tolerance
 from worker.formats.cuda.evaluation import EvalOptions
 from worker.formats.pytorch.evaluation import evaluate_pytorch, evaluate_pytorch_baseline, validate_pytorch
 from worker.formats.pytorch.runner import candidate_build_key, extension_cache_root
@@ -262,8 +263,10 @@ def test_validate_refuses_a_reference_with_non_finite_outputs(tmp_path, options,
 
 
 def test_validate_refuses_a_reference_that_disagrees_with_float64(tmp_path, options, stand_in_chain):
+    # fp32 cancels: errors up to half an ulp of 10000 (5e-4), beyond a task tolerance of 1e-4
     spec = write_pytorch_task(tmp_path / "half_t", name="half_t", suite="t", category="other",
-                              model_text=REFERENCE.format(body="(x + 10000.0) - 10000.0"))  # fp32 cancels
+                              model_text=REFERENCE.format(body="(x + 10000.0) - 10000.0"),
+                              tolerances={"fp32": Tolerance(1e-4, 1e-4, "one rounding")})
     ev = validate_pytorch(spec, "fp32", options, chain=stand_in_chain)
     assert ev.verdict == Verdict.INCORRECT and "disagrees with float64 on the CPU" in ev.reason
     assert "widen [tolerance.fp32]" in ev.reason and ev.sizes[0].first_mismatch["mismatches"] > 0

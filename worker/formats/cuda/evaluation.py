@@ -371,25 +371,23 @@ def _timed_call_failure(sizes: list[SizeResult], data: dict[str, Any] | None) ->
         return (
             f"at {label} timed call {call} (of {timing.get('checked_calls', '?')} checked"
             f"{f', {batch} launches per sample' if batch > 1 else ''}) gave a wrong result although the checks "
-            f"before timing passed: {m.get('output')}[{m.get('index')}] expected {m.get('expected')} got "
-            f"{m.get('got')}, {m.get('mismatches')} of {m.get('total')} elements out of tolerance"
-            f"{_unwritten_note(m)} (each timed call "
-            "gets fresh inputs and is compared with the baseline on them; doing less work, or remembering "
-            "earlier results, while timed is caught here)"
+            f"before timing passed: {_elements(m)} (each timed call gets fresh inputs and is compared with the "
+            "baseline on them; doing less work, or remembering earlier results, while timed is caught here)"
         )
     return None
 
 
-def _unwritten_note(m: dict[str, Any]) -> str:
-    """Names outputs the call left unwritten: the harness poisons every output it does not zero before a call
-    (all bytes 0xFF: NaN for float and bf16, -1 for int), so an element still holding that was never written."""
-    n = m.get("unwritten") or 0
-    if not n:
-        return ""
-    return (
-        f", {n} of them never written by the call (still the poison, all bytes 0xFF, the harness fills "
-        f"{m.get('output')} with before every call; the kernel must write every element of {m.get('output')})"
+def _elements(m: dict[str, Any]) -> str:
+    """'C[7] expected 2 got nan; 3 of 1000 elements out of tolerance[, N of them never written ...]': the
+    harness poisons every output it does not zero before a call (all bytes 0xFF: NaN for float and bf16, -1 for
+    int), so an element still holding that was never written, and the message says so."""
+    out, n = m.get("output"), m.get("unwritten") or 0
+    unwritten = (
+        f", {n} of them never written by the call (still the poison, all bytes 0xFF, the harness fills {out} with "
+        f"before every call; the kernel must write every element of {out})" if n else ""
     )
+    return (f"{out}[{m.get('index')}] expected {m.get('expected')} got {m.get('got')}; {m.get('mismatches')} of "
+            f"{m.get('total')} elements out of tolerance{unwritten}")
 
 
 def _mismatch_reason(size: SizeResult) -> str:
@@ -400,11 +398,7 @@ def _mismatch_reason(size: SizeResult) -> str:
         return f"at {size.label} the candidate modified its inputs{which}"
     m = size.first_mismatch or {}
     if "index" in m:
-        return (
-            f"at {size.label} (seed {m.get('seed')}): {m.get('output')}[{m.get('index')}] expected "
-            f"{m.get('expected')} got {m.get('got')}; {m.get('mismatches')} of {m.get('total')} elements "
-            f"out of tolerance{_unwritten_note(m)}"
-        )
+        return f"at {size.label} (seed {m.get('seed')}): {_elements(m)}"
     return f"at {size.label}: {m.get('error') or 'output out of tolerance'}"
 
 

@@ -162,11 +162,8 @@ def _timed_call_failure(ctx: TorchContext, data: dict[str, Any]) -> str | None:
     compared with the Model on them, torch_timed.py), or when its timing comes without those checks."""
     if data.get("failed_call") is None:
         return None if data.get("checked_calls") else "the timed calls were not checked (the harness reported no check)"
-    m = data.get("first_mismatch") or {}
-    where = f"{m.get('output', 'output')}"
-    what = m.get("error") or (
-        f"{where}[{m.get('index')}] expected {_g(m.get('expected'))} got {_g(m.get('got'))}, "
-        f"{m.get('mismatches')} of {m.get('total')} elements out of tolerance")
+    tol = ctx.spec.tolerance(ctx.precision)
+    what = _output_mismatch({**(data.get("first_mismatch") or {}), "atol": tol.atol, "rtol": tol.rtol})
     return (
         f"timed call {data['failed_call']} (of {ctx.options.iters}) gave a wrong result although the checks before "
         f"timing passed: {what} (each timed call gets fresh inputs and is compared with the Model on them; doing "
@@ -199,14 +196,20 @@ def _mismatch_reason(ctx: TorchContext, size: SizeResult) -> str:
     where = f"trial {m.get('trial')} (seed {m.get('seed')})" if "trial" in m else "the check"
     if size.inputs_unchanged is False:
         return f"at {where} the candidate modified its inputs: {size.changed_input}"
-    if "index" in m:
-        position = "[" + ", ".join(str(p) for p in m.get("position", [m.get("index")])) + "]"
-        return (
-            f"at {where}: {m.get('output')}{position} expected {_g(m.get('expected'))} got {_g(m.get('got'))}; "
-            f"{m.get('mismatches')} of {m.get('total')} elements out of tolerance "
-            f"(atol={m.get('atol')}, rtol={m.get('rtol')})"
-        )
-    return f"at {where}: {m.get('output', 'output')} {m.get('error') or 'is out of tolerance'}"
+    return f"at {where}: {_output_mismatch(m)}"
+
+
+def _output_mismatch(m: dict[str, Any]) -> str:
+    """'output[3, 1] expected 1 got nan; 5 of 256 elements out of tolerance (atol=..., rtol=...)', or the
+    output's shape/dtype/type error."""
+    if "index" not in m:
+        return f"{m.get('output', 'output')} {m.get('error') or 'is out of tolerance'}"
+    position = "[" + ", ".join(str(p) for p in m.get("position", [m.get("index")])) + "]"
+    return (
+        f"{m.get('output')}{position} expected {_g(m.get('expected'))} got {_g(m.get('got'))}; "
+        f"{m.get('mismatches')} of {m.get('total')} elements out of tolerance "
+        f"(atol={m.get('atol')}, rtol={m.get('rtol')})"
+    )
 
 
 def _g(value: Any) -> str:

@@ -23,6 +23,11 @@
 #   EVAL_ARGS      extra bench/eval_baselines.py arguments of eval-baselines, e.g. "--task softmax --task top_k"
 #   SHARING_ARGS   bench/gpu_sharing.py arguments (default "--runs 4 --delay 5"; add "--profile filtered --rounds 1")
 #   CANDIDATES     files for the candidates stage (default: tests/gpu_candidates/*_fast.cu)
+#   REPEAT_ARGS    extra bench/repeatability.py arguments, e.g. "--precision fp32 --task softmax"
+#   MSKB_CHECKOUT  a checkout of CUDAMaster's demo repository (Hanyx2021/MSKernelBenchDemo) for the agreement stage
+#   GPUS           CUDA device numbers for the agreement stage, one serial worker each (default: 0)
+#   AGREEMENT_RESUME  an agreement.json of an earlier call: its finished items are kept, the rest run
+#   AGREEMENT_ARGS    extra bench/agreement.py arguments, e.g. "--ops vector_add,dot_product --precisions bf16"
 #   SHARDS         processes side by side in library-validate (default 8)
 #   JOBS           parallel builds (default: the number of cores)
 #
@@ -36,7 +41,7 @@ cd "$(dirname "$0")/.." || exit 2
 
 STAGES=(env tests tests-formats library-compile library-validate library-time-fp32 library-time-bf16
         library-census-fp32 library-census-bf16 library-all eval-baselines build-cache candidates
-        pipeline-demo pipeline-demo-formats sharing fullstack formats experiment)
+        repeatability agreement pipeline-demo pipeline-demo-formats sharing fullstack formats experiment)
 
 describe() {
   case $1 in
@@ -51,6 +56,8 @@ describe() {
     eval-baselines) echo "bench/eval_baselines.py --profile filtered over the baselines, then Otsu thresholds over their profiles" ;;
     build-cache) echo "two passes over vector_add and softmax: the second must reuse the build cache" ;;
     candidates) echo "bench/gpu_candidates.py: P and speedups of the hand-written faster candidates" ;;
+    repeatability) echo "bench/repeatability.py: every baseline timed in five processes, P repeat and CV per size (an otherwise idle GPU)" ;;
+    agreement) echo "bench/agreement.py: MSKernelBench's published kernels through their harness and ours (MSKB_CHECKOUT, GPUS)" ;;
     pipeline-demo) echo "the agent pipeline with the scripted LLM (demo/scripts) on softmax, matrix_mul, dot_product FP32: trajectories" ;;
     pipeline-demo-formats) echo "the agent pipeline with the scripted LLM on a KernelBench and a task.yaml task: trajectories" ;;
     sharing) echo "bench/gpu_sharing.py: concurrent runs with a delayed LLM, the GPU's busy fraction" ;;
@@ -209,6 +216,19 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
     candidates)
       run "$T$PY bench/gpu_candidates.py ${CANDIDATES:-tests/gpu_candidates/*_fast.cu} --json $O/candidates.json 2>&1 \
 | tee $O/candidates.txt" ;;
+    repeatability)
+      run "$T$PY bench/repeatability.py --jobs $jobs --json $O/repeatability.json ${REPEAT_ARGS:-} \
+> $O/repeatability.txt 2>&1; _rc=\$?; grep -E 'P repeat|within|CV of' $O/repeatability.txt | tail -60; (exit \$_rc)" ;;
+    agreement)
+      # The working folder stays in scratch (hundreds of files); its tables and a tarball of the logs come back.
+      run "[ -d \"\${MSKB_CHECKOUT:-}\" ] || { echo 'agreement: set MSKB_CHECKOUT to a checkout of MSKernelBenchDemo'; false; }"
+      run "mkdir -p $S/agreement && if [ -f \"\${AGREEMENT_RESUME:-}\" ]; then cp \"\$AGREEMENT_RESUME\" $S/agreement/agreement.json; fi"
+      run "$PY bench/agreement.py --checkout \"\$MSKB_CHECKOUT\" --out $S/agreement --build-dir $S/agreement-build \
+--compile-only --jobs $jobs --resume ${AGREEMENT_ARGS:-} > $O/agreement-compile.txt 2>&1"
+      run "$T$PY bench/agreement.py --checkout \"\$MSKB_CHECKOUT\" --out $S/agreement --build-dir $S/agreement-build \
+--gpus ${GPUS:-0} --resume ${limit:+--deadline $((limit / 2))} ${AGREEMENT_ARGS:-} > $O/agreement.txt 2>&1; _rc=\$?; \
+cp $S/agreement/agreement.json $S/agreement/agreement.csv $O/; tar czf $O/agreement-logs.tgz -C $S/agreement kernelweb theirs; \
+grep -v '^\\[' $O/agreement.txt; (exit \$_rc)" ;;
     pipeline-demo)
       local op
       for op in softmax matrix_mul dot_product; do

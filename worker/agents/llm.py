@@ -18,7 +18,6 @@ The client enforces no budget: the pipeline adds up `LLMResponse.cost_usd` and s
 
 from __future__ import annotations
 
-import email.utils
 import random
 import re
 import time
@@ -29,6 +28,14 @@ from typing import Any, Literal, Protocol
 import openai
 
 from worker.agents.budget import estimate_text_tokens
+from worker.agents.llm_errors import (  # noqa: F401 - retry_after_seconds re-exported for callers
+    ADAPTABLE_PARAMS,
+    classify_error,
+    context_length_error,
+    error_detail,
+    refused_parameter,
+    retry_after_seconds,
+)
 from worker.agents.prices import (  # noqa: F401 - re-exported: callers import prices from here
     DEFAULT_PRICES,
     MODELS_FILE,
@@ -129,163 +136,9 @@ class RetryPolicy:
         return backoff * (1 + self.jitter * (2 * rand() - 1))
 
 
-def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
-    """Seconds from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date; None if absent/unreadable."""
-    if not headers:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    value = (headers.get("retry-after") or "").strip()
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
-
-
-@dataclass(frozen=True)
-class _Failure:
-    message: str
-    retriable: bool
-    status: int | None = None
-    retry_after: float | None = None
-
-
-def _error_detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])[:500]
-        if isinstance(inner, str):
-            return inner[:500]
-    text = ""
-    try:
-        text = exc.response.text
-    except Exception:  # noqa: BLE001 - the body is only decoration for the message
-        pass
-    return (text or exc.message or "").strip()[:500]
-
-
-def _classify(exc: openai.OpenAIError, model: str, timeout_s: float) -> _Failure:
-    # Order matters: APITimeoutError is an APIConnectionError, and status errors are APIErrors.
-    if isinstance(exc, openai.APITimeoutError):
-        return _Failure(f"the request timed out after {timeout_s:g}s", True)
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        return _Failure(f"could not reach the endpoint: {cause or exc.message}", True)
-    if isinstance(exc, openai.APIStatusError):
-        status, detail = exc.status_code, _error_detail(exc)
-        suffix = f": {detail}" if detail else ""
-        if status == 429:
-            after = retry_after_seconds(exc.response.headers)
-            return _Failure(f"rate limited by the endpoint (429){suffix}", True, status, after)
-        if status >= 500:
-            return _Failure(f"the endpoint had a server error ({status}){suffix}", True, status)
-        if status == 401:
-            return _Failure(f"the endpoint rejected the API key; update it in the admin (401){suffix}", False, status)
-        if status == 403:
-            return _Failure(
-                f"the API key may not use this endpoint or model '{model}' (403){suffix}", False, status
-            )
-        if status == 404:
-            return _Failure(
-                f"not found (404): check the endpoint's base URL and the model id '{model}'{suffix}", False, status
-            )
-        if status == 400 or (status == 413 and "context" in detail.lower()):
-            return _Failure(f"the endpoint rejected the request as invalid ({status}){suffix}", False, status)
-        return _Failure(f"the endpoint refused the request ({status}){suffix}", False, status)
-    return _Failure(f"the OpenAI client failed: {exc}", False)
-
-
 def estimate_tokens(text: str) -> int:
     """The budget's conservative estimate (three characters per token), for endpoints that send no usage."""
     return estimate_text_tokens(text)
-
-
-# Parameters a server may refuse for one model and that a request can do without (or rename).
-ADAPTABLE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "presence_penalty",
-                    "frequency_penalty")
-_REFUSED_TEXT = re.compile(
-    r"(?:unsupported (?:parameter|value):\s*'?(?P<a>\w+)'?)"
-    r"|(?:'?(?P<b>\w+)'? (?:is not supported|is unsupported|does not support|is not allowed))",
-    re.IGNORECASE,
-)
-_WINDOW_TEXT = (
-    re.compile(r"maximum context length is (\d[\d,]*) tokens", re.I),  # OpenAI, vLLM, DeepSeek
-    re.compile(r"model'?s context length \((\d[\d,]*) tokens\)", re.I),  # SGLang
-    re.compile(r"context (?:size|window|length)(?: is| of)? \(?(\d[\d,]*)\)?", re.I),
-)
-_PROMPT_TEXT = (
-    re.compile(r"your messages resulted in (\d[\d,]*) tokens", re.I),
-    re.compile(r"\((\d[\d,]*) in the messages", re.I),
-    re.compile(r"your request has (\d[\d,]*) input tokens", re.I),
-    re.compile(r"the input \((\d[\d,]*) tokens\)", re.I),
-)
-
-
-def _int(text: str) -> int:
-    return int(text.replace(",", ""))
-
-
-def _error_fields(exc: openai.APIStatusError) -> dict[str, Any]:
-    body = exc.body
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping):
-            return dict(inner)
-    return {}
-
-
-def refused_parameter(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> str | None:
-    """The request parameter a 400 says the model does not accept, if it is one we can do without."""
-    if exc.status_code != 400:
-        return None
-    fields = _error_fields(exc)
-    detail = _error_detail(exc)
-    param = fields.get("param")
-    code = str(fields.get("code") or "")
-    if isinstance(param, str) and param in sent and param in ADAPTABLE_PARAMS and (
-            code.startswith("unsupported") or "support" in detail.lower()):
-        return param
-    for match in _REFUSED_TEXT.finditer(detail):
-        name = match.group("a") or match.group("b")
-        if name in sent and name in ADAPTABLE_PARAMS:
-            return name
-    return None
-
-
-def context_length_error(exc: openai.APIStatusError) -> tuple[int | None, int | None] | None:
-    """(window, prompt tokens) when a 400/413 says the request does not fit the model's context, else None."""
-    if exc.status_code not in (400, 413):
-        return None
-    fields = _error_fields(exc)
-    detail = _error_detail(exc)
-    lowered = detail.lower()
-    code = str(fields.get("code") or fields.get("type") or "")
-    if not (code in ("context_length_exceeded", "exceed_context_size_error")
-            or "maximum context length" in lowered or "context length" in lowered
-            or "exceeds the available context size" in lowered or "context window" in lowered):
-        return None
-    window = fields.get("n_ctx") if isinstance(fields.get("n_ctx"), int) else None  # llama.cpp's fields
-    prompt = fields.get("n_prompt_tokens") if isinstance(fields.get("n_prompt_tokens"), int) else None
-    for pattern in _WINDOW_TEXT:
-        if window is None and (found := pattern.search(detail)):
-            window = _int(found.group(1))
-    for pattern in _PROMPT_TEXT:
-        if prompt is None and (found := pattern.search(detail)):
-            prompt = _int(found.group(1))
-    return window, prompt
 
 
 _THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S | re.I)
@@ -404,19 +257,19 @@ class OpenAIChatClient:
             try:
                 completion = self._client.chat.completions.create(**kwargs)
             except openai.OpenAIError as exc:
-                failure = _classify(exc, model, self.timeout_s)
+                failure = classify_error(exc, model, self.timeout_s)
                 errors.append(f"attempt {attempt}: {failure.message}")
                 if isinstance(exc, openai.APIStatusError):
                     refused = refused_parameter(exc, kwargs)
                     if refused and adaptations < len(ADAPTABLE_PARAMS):
                         adaptations += 1
-                        notes.append(self._adapt(model, refused, kwargs, _error_detail(exc)))
+                        notes.append(self._adapt(model, refused, kwargs, error_detail(exc)))
                         continue  # a changed request, not a retry of the same one: no backoff
                     fits = context_length_error(exc)
                     if fits is not None:
                         raise ContextLengthError(
                             f"the prompt does not fit {model}'s context window ({exc.status_code}): "
-                            f"{_error_detail(exc)}", window=fits[0], prompt_tokens=fits[1], attempts=attempt,
+                            f"{error_detail(exc)}", window=fits[0], prompt_tokens=fits[1], attempts=attempt,
                             attempt_errors=tuple(errors), status=exc.status_code, notes=tuple(notes),
                         ) from exc
                 if not failure.retriable:
@@ -471,7 +324,7 @@ class OpenAIChatClient:
         try:
             page = self._client.models.list()
         except openai.OpenAIError as exc:
-            failure = _classify(exc, self.model, self.timeout_s)
+            failure = classify_error(exc, self.model, self.timeout_s)
             raise LLMError(f"listing the models failed: {failure.message}", retriable=failure.retriable,
                            attempts=1, status=failure.status) from exc
         except ValueError as exc:

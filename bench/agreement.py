@@ -282,8 +282,8 @@ class Item:
 
     def done(self) -> bool:
         """Both sides have a final verdict (a later --resume run keeps it)."""
-        unfinished = ("", "built", "compile_ok", "not run", "gpu_needed", "eval_failed", "no_gpu")
-        return self.their_verdict not in unfinished[:2] and self.kw_verdict not in unfinished
+        return self.their_verdict not in ("", "built") and self.kw_verdict not in (
+            "", "compile_ok", "not run", "gpu_needed", "eval_failed", "no_gpu")
 
 
 def run(argv: list[str], cwd: Path | None = None, timeout: float | None = None, env=None) -> tuple[int, str, str]:

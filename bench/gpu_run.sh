@@ -24,6 +24,7 @@
 #   SHARING_ARGS   bench/gpu_sharing.py arguments (default "--runs 4 --delay 5"; add "--profile filtered --rounds 1")
 #   CANDIDATES     files for the candidates stage (default: tests/gpu_candidates/*_fast.cu)
 #   REPEAT_ARGS    extra bench/repeatability.py arguments, e.g. "--precision fp32 --task softmax"
+#   REPEAT_RESUME  a repeatability.json of an earlier call: its tasks are kept (tables included), the rest run
 #   MSKB_CHECKOUT  a checkout of CUDAMaster's demo repository (Hanyx2021/MSKernelBenchDemo) for the agreement stage
 #   GPUS           CUDA device numbers for the agreement stage, one serial worker each (default: 0)
 #   AGREEMENT_RESUME  an agreement.json of an earlier call: its finished items are kept, the rest run
@@ -217,7 +218,12 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
       run "$T$PY bench/gpu_candidates.py ${CANDIDATES:-tests/gpu_candidates/*_fast.cu} --json $O/candidates.json 2>&1 \
 | tee $O/candidates.txt" ;;
     repeatability)
-      run "$T$PY bench/repeatability.py --jobs $jobs --json $O/repeatability.json ${REPEAT_ARGS:-} \
+      local resume=""
+      if [ -n "${REPEAT_RESUME:-}" ]; then  # copied into scratch: the new JSON in $O holds the old tasks and the new
+        run "cp \"\$REPEAT_RESUME\" $S/repeatability-resume.json"
+        resume=" --resume $S/repeatability-resume.json"
+      fi
+      run "$T$PY bench/repeatability.py --jobs $jobs --json $O/repeatability.json$resume ${REPEAT_ARGS:-} \
 > $O/repeatability.txt 2>&1; _rc=\$?; grep -E 'P repeat|within|CV of' $O/repeatability.txt | tail -60; (exit \$_rc)" ;;
     agreement)
       # The working folder stays in scratch (hundreds of files); its tables and a tarball of the logs come back.

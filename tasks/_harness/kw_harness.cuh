@@ -28,6 +28,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
+#include <csignal>
+#include <unistd.h>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -56,7 +59,7 @@ constexpr double kDefaultAtol = 1e-4, kDefaultRtol = 1e-4;
 #endif
 
 enum class Impl { baseline, candidate };
-enum class Mode { validate, check, time, profile };
+enum class Mode { validate, check, time, profile, outputs, compare };
 }  // namespace kw
 
 #define KW_CAT_(a, b) a##b
@@ -263,11 +266,22 @@ struct Options {
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
   int max_batch = 64;
+  // outputs/compare: the pipe the evaluator opened between the candidate's process and the reference's
+  // (docs/evaluation.md, "Who decides the verdict"): written by `outputs`, read by `compare`.
+  int evidence_fd = -1;
   std::string out;
 };
 
 inline const char* mode_name(Mode m) {
-  return m == Mode::validate ? "validate" : m == Mode::check ? "check" : m == Mode::time ? "time" : "profile";
+  switch (m) {
+    case Mode::validate: return "validate";
+    case Mode::check: return "check";
+    case Mode::time: return "time";
+    case Mode::profile: return "profile";
+    case Mode::outputs: return "outputs";
+    case Mode::compare: return "compare";
+  }
+  return "?";
 }
 inline const char* impl_name(Impl i) { return i == Impl::baseline ? "baseline" : "candidate"; }
 
@@ -341,7 +355,9 @@ inline Options parse_options(int argc, char** argv) {
       else if (value == "check") o.mode = Mode::check;
       else if (value == "time") o.mode = Mode::time;
       else if (value == "profile") o.mode = Mode::profile;
-      else fail("bad_args", "--mode must be validate, check, time or profile, not '" + value + "'");
+      else if (value == "outputs") o.mode = Mode::outputs;
+      else if (value == "compare") o.mode = Mode::compare;
+      else fail("bad_args", "--mode must be validate, check, time, profile, outputs or compare, not '" + value + "'");
     } else if (flag == "--impl") {
       if (value == "baseline") o.impl = Impl::baseline;
       else if (value == "candidate") o.impl = Impl::candidate;
@@ -373,6 +389,8 @@ inline Options parse_options(int argc, char** argv) {
       o.atol = parse_number(flag, value);
     } else if (flag == "--rtol") {
       o.rtol = parse_number(flag, value);
+    } else if (flag == "--evidence-fd") {
+      o.evidence_fd = int(parse_integer(flag, value, 3));
     } else if (flag == "--out") {
       o.out = value;
     } else {
@@ -383,6 +401,10 @@ inline Options parse_options(int argc, char** argv) {
   if (o.sizes.empty()) fail("bad_args", "at least one --size is required");
   if (o.out.empty()) fail("bad_args", "--out is required");
   if (o.atol < 0 || o.rtol < 0) fail("bad_args", "--atol and --rtol must be >= 0");
+  if ((o.mode == Mode::outputs || o.mode == Mode::compare) && o.evidence_fd < 0) {
+    fail("bad_args", std::string("--mode ") + mode_name(o.mode) + " needs --evidence-fd");
+  }
+  if (o.mode == Mode::compare && o.impl != Impl::baseline) fail("bad_args", "--mode compare runs the baseline only");
   return o;
 }
 
@@ -425,6 +447,9 @@ class Buffer {
   size_t count() const { return count_; }
   size_t bytes() const { return count_ * type_size(type_); }
   void* dev() const { return dev_base_ + kGuardBytes; }
+  // The whole device allocation, guard zones included: what the evidence stream carries.
+  unsigned char* allocation() const { return dev_base_; }
+  size_t allocation_bytes() const { return bytes() + 2 * kGuardBytes; }
   unsigned char* host() const { return static_cast<unsigned char*>(host_); }
   Rng& rng() { return rng_; }
   std::vector<unsigned char>& result() { return result_; }  // outputs after fetch
@@ -755,6 +780,134 @@ class Case {
   uint64_t seed_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<unsigned char> scratch_;
+};
+
+// ----------------------------------------------------------------------------------
+// Evidence (docs/evaluation.md, "Who decides the verdict"): the candidate's process (mode outputs) runs
+// the candidate on every checked case and sends, over a pipe the evaluator opened, the raw device
+// allocation of every buffer after the call, guard zones included. The reference's process (mode compare,
+// linked without the candidate) rebuilds each case from its seed, runs the baseline, loads what was sent
+// into the case's buffers and decides: inputs unchanged, guards intact, outputs within tolerance. The
+// stream is written by a process that ran candidate code, so the reader trusts nothing in it: every field
+// is checked against the case it rebuilt, and a short or malformed stream is the candidate's failure.
+//
+// Per case: the 8 bytes "KWCASE1\0", then u64 size index, u64 seed, u64 buffer count; per buffer:
+// u64 name length, the name, u64 role, u64 type, u64 allocation bytes, the allocation (native byte order:
+// both ends are the same machine).
+// ----------------------------------------------------------------------------------
+
+constexpr char kEvidenceMagic[8] = {'K', 'W', 'C', 'A', 'S', 'E', '1', '\0'};
+constexpr size_t kEvidenceChunk = size_t(16) << 20;
+
+class EvidenceWriter {
+ public:
+  explicit EvidenceWriter(int fd) : fd_(fd) {}
+
+  void send(const Case& c, size_t size_index) {
+    put(kEvidenceMagic, sizeof kEvidenceMagic);
+    u64(size_index);
+    u64(c.seed());
+    u64(c.buffers().size());
+    for (const auto& b : c.buffers()) {
+      u64(b->name().size());
+      put(b->name().data(), b->name().size());
+      u64(uint64_t(b->role()));
+      u64(uint64_t(b->type()));
+      u64(b->allocation_bytes());
+      for (size_t off = 0; off < b->allocation_bytes(); off += kEvidenceChunk) {
+        const size_t n = std::min(kEvidenceChunk, b->allocation_bytes() - off);
+        staging_.resize(n);
+        cuda_check(cudaMemcpy(staging_.data(), b->allocation() + off, n, cudaMemcpyDeviceToHost),
+                   "read back " + b->name() + " for the evidence");
+        put(staging_.data(), n);
+      }
+    }
+  }
+
+ private:
+  void u64(uint64_t v) { put(&v, sizeof v); }
+  void put(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        fail("evidence_closed", std::string("the evidence pipe closed (") + std::strerror(errno) +
+                                    "): the reference process stopped reading");
+      }
+      p += w;
+      n -= size_t(w);
+    }
+  }
+  int fd_;
+  std::vector<unsigned char> staging_;
+};
+
+class EvidenceReader {
+ public:
+  explicit EvidenceReader(int fd) : fd_(fd) {}
+
+  // Loads what the candidate's process sent for (size_index, c.seed()) into c's device allocations.
+  void receive(Case& c, size_t size_index) {
+    where_ = "size " + std::to_string(size_index) + " seed " + std::to_string(c.seed());
+    char magic[sizeof kEvidenceMagic];
+    take(magic, sizeof magic, true);
+    if (std::memcmp(magic, kEvidenceMagic, sizeof magic) != 0) invalid("the record does not start with its marker");
+    expect("size index", u64(), size_index);
+    expect("seed", u64(), c.seed());
+    expect("buffer count", u64(), c.buffers().size());
+    for (const auto& b : c.buffers()) {
+      const uint64_t len = u64();
+      if (len != b->name().size()) invalid("buffer " + b->name() + ": wrong name length");
+      std::string name(len, '\0');
+      take(name.data(), len, false);
+      if (name != b->name()) invalid("expected buffer " + b->name());
+      expect(b->name() + " role", u64(), uint64_t(b->role()));
+      expect(b->name() + " type", u64(), uint64_t(b->type()));
+      expect(b->name() + " bytes", u64(), b->allocation_bytes());
+      for (size_t off = 0; off < b->allocation_bytes(); off += kEvidenceChunk) {
+        const size_t n = std::min(kEvidenceChunk, b->allocation_bytes() - off);
+        staging_.resize(n);
+        take(staging_.data(), n, false);
+        cuda_check(cudaMemcpy(b->allocation() + off, staging_.data(), n, cudaMemcpyHostToDevice),
+                   "load the candidate's " + b->name());
+      }
+    }
+  }
+
+ private:
+  uint64_t u64() {
+    uint64_t v = 0;
+    take(&v, sizeof v, false);
+    return v;
+  }
+  void expect(const std::string& what, uint64_t got, uint64_t want) {
+    if (got != want) invalid(what + " is " + std::to_string(got) + ", not " + std::to_string(want));
+  }
+  [[noreturn]] void invalid(const std::string& why) {
+    fail("evidence_invalid", "the candidate's process sent malformed evidence for " + where_ + ": " + why);
+  }
+  void take(void* data, size_t n, bool at_record_start) {
+    char* p = static_cast<char*>(data);
+    const size_t want = n;
+    while (n > 0) {
+      const ssize_t r = ::read(fd_, p, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) fail("evidence_invalid", std::string("reading the evidence failed: ") + std::strerror(errno));
+      if (r == 0) {
+        if (at_record_start && n == want) {
+          fail("evidence_missing", "the candidate's process sent nothing for " + where_ +
+                                       " (it ended, or stopped sending, before that case)");
+        }
+        invalid("the stream ended inside the record");
+      }
+      p += r;
+      n -= size_t(r);
+    }
+  }
+  int fd_;
+  std::string where_;
+  std::vector<unsigned char> staging_;
 };
 
 // ----------------------------------------------------------------------------------
@@ -1228,6 +1381,11 @@ class Driver {
                                "_optimized is not defined");
     }
     if (opt_.mode == Mode::time) prepare_timing();
+    if (opt_.mode == Mode::outputs) {
+      std::signal(SIGPIPE, SIG_IGN);  // a reader that stopped is an error to report, not a silent death
+      writer_.emplace(opt_.evidence_fd);
+    }
+    if (opt_.mode == Mode::compare) reader_.emplace(opt_.evidence_fd);
     for (size_t i = 0; i < opt_.sizes.size(); ++i) {
       report_.sizes.emplace_back();
       SizeRecord& rec = report_.sizes.back();
@@ -1238,6 +1396,8 @@ class Driver {
         case Mode::check: correctness(rec, true); break;
         case Mode::time: timing(rec); break;
         case Mode::profile: profile(rec); break;
+        case Mode::outputs: send_outputs(rec); break;
+        case Mode::compare: correctness(rec, true); break;
       }
     }
   }
@@ -1302,11 +1462,13 @@ class Driver {
     return changed.empty() && oob.empty();
   }
 
-  // validate: impl vs the CPU reference; check: impl vs the baseline, same inputs.
+  // validate: impl vs the CPU reference; check: impl vs the baseline, same inputs; compare: what the
+  // candidate's process sent (EvidenceReader) vs the baseline, every seed (the sender sends them all).
   void correctness(SizeRecord& rec, bool against_baseline) {
     rec.compared = true;
     bool ok = true;
-    for (int s = 0; s < opt_.seeds && ok; ++s) {
+    const bool evidence = opt_.mode == Mode::compare;
+    for (int s = 0; s < opt_.seeds && (ok || evidence); ++s) {
       const uint64_t seed = opt_.seed_base + uint64_t(s);
       rec.seeds.push_back(seed);
       auto c = make_case(rec.index, seed);
@@ -1322,8 +1484,13 @@ class Driver {
         c->fetch_outputs();
         for (const auto& b : c->buffers()) expected.push_back(std::move(b->result()));
       }
-      call(*c, opt_.impl, std::string(impl_name(opt_.impl)) + " call");
-      ok = after_call(*c, rec);
+      if (evidence) {
+        report_.checkpoint(rec.index, seed, "reading the candidate's evidence");
+        reader_->receive(*c, rec.index);
+      } else {
+        call(*c, opt_.impl, std::string(impl_name(opt_.impl)) + " call");
+      }
+      const bool intact = after_call(*c, rec);
       c->fetch_outputs();
       report_.checkpoint(rec.index, seed, "comparison");
       if (against_baseline) {
@@ -1340,9 +1507,22 @@ class Driver {
         task_.reference(*c, ref);
         ref.finish();
       }
-      ok = ok && !rec.tally.first;
+      ok = ok && intact && !rec.tally.first;
     }
     rec.correct = ok;
+  }
+
+  // outputs: the candidate on every size and seed of the check; each case is sent, as it is after the call,
+  // to the reference's process, which decides (compare). Nothing is judged here.
+  void send_outputs(SizeRecord& rec) {
+    for (int s = 0; s < opt_.seeds; ++s) {
+      const uint64_t seed = opt_.seed_base + uint64_t(s);
+      rec.seeds.push_back(seed);
+      auto c = make_case(rec.index, seed);
+      call(*c, opt_.impl, std::string(impl_name(opt_.impl)) + " call");
+      report_.checkpoint(rec.index, seed, "sending the evidence");
+      writer_->send(*c, rec.index);
+    }
   }
 
   // time (docs/evaluation.md, "Timing" and "Every timed call is checked"): warm-up calls, then samples.
@@ -1556,6 +1736,8 @@ class Driver {
   std::pair<size_t, uint64_t> where_{0, 0};
   void* flush_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::optional<EvidenceWriter> writer_;
+  std::optional<EvidenceReader> reader_;
 };
 
 // Exit status: 0 = JSON complete (correct or not); 1 = JSON written with an error;

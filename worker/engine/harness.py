@@ -8,8 +8,10 @@ the exit status and stderr, in that order of trust.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -84,13 +86,16 @@ def harness_argv(
     seed_base: int = SEED_BASE,
     warmup: int = WARMUP,
     iters: int = ITERS,
+    evidence_fd: int | None = None,
 ) -> list[str]:
     argv = [exe, "--mode", mode, "--impl", impl]
     for size in sizes:
         argv += ["--size", format_size(size)]
     for name, value in spec.constants.items():
         argv += ["--const", format_size({name: value})]
-    if mode in ("validate", "check"):
+    if evidence_fd is not None:  # outputs / compare: the pipe between the candidate's and the reference's process
+        argv += ["--evidence-fd", str(evidence_fd)]
+    if mode in ("validate", "check", "outputs", "compare"):
         tol = spec.tolerance(precision)
         argv += [
             "--seeds",
@@ -214,18 +219,88 @@ def run_harness(
     *,
     prefix: list[str] | None = None,
     name: str | None = None,
+    evidence_fd: int | None = None,
     **kwargs: int,
 ) -> HarnessRun:
     """One harness process (optionally under a tool given as `prefix`, e.g. compute-sanitizer)."""
     tag = name or f"{mode}-{impl}"
     out = work_dir / f"{tag}.json"
     out.unlink(missing_ok=True)
-    argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out), **kwargs)]
+    argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out),
+                                           evidence_fd=evidence_fd, **kwargs)]
     # Confined before its first instruction (the candidate is linked in): docs/threat-model.md.
     policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None)
-    res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy)
+    res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy,
+                      pass_fds=(evidence_fd,) if evidence_fd is not None else ())
     data = read_result(out) if out.is_file() else None
     return HarnessRun(mode, impl, data, res, classify_crash(res, data, out.is_file()))
+
+
+class ChildOutcome(Protocol):
+    """What ComparedRun reads of a child run (HarnessRun, and the KernelBench runner's ChildRun)."""
+
+    @property
+    def crash(self) -> CrashInfo | None: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """The check split in two (docs/evaluation.md, "Who decides the verdict"): the candidate's process runs the
+    candidate and only sends what its buffers hold; the reference's process, linked without the candidate,
+    rebuilds every case, runs the baseline and decides."""
+
+    candidate: Any  # mode outputs (a HarnessRun or ChildRun): no verdict, only where it was if it died
+    reference: Any  # mode compare: the verdict
+
+    @property
+    def reader_stopped_first(self) -> bool:
+        """The candidate's process found the pipe closed because the reference had already stopped (it decided
+        at the first wrong trial, or failed): then the reference's result is the one to report."""
+        crash = self.candidate.crash
+        return crash is not None and crash.kind == "evidence_closed"
+
+    @property
+    def evidence_failure(self) -> str:
+        """Why the reference could not use what the candidate's process sent ("" when it could): a candidate
+        whose process ended cleanly but sent a short or malformed stream."""
+        crash = self.reference.crash
+        return crash.message if crash is not None and crash.kind in EVIDENCE_KINDS else ""
+
+
+def phase_name(mode: str) -> str:
+    """The evaluation phase a harness mode belongs to, as messages name it: both sides of the split check are
+    "check"."""
+    return "check" if mode in ("outputs", "compare") else mode
+
+
+# The reference's errors about the stream it was sent: the candidate's doing, never a task problem.
+EVIDENCE_KINDS = frozenset({"evidence_missing", "evidence_invalid"})
+
+
+def run_compared(
+    candidate_exe: str,
+    reference_exe: str,
+    spec: HarnessSpec,
+    precision: str,
+    sizes: list[dict[str, float]],
+    candidate_dir: Path,
+    reference_dir: Path,
+    timeout_s: float,
+    **kwargs: int,
+) -> ComparedRun:
+    """Both processes side by side, joined by a pipe opened here: the write end goes to the candidate's
+    process only, the read end to the reference's only (sandbox.run closes both here once handed over). Each
+    writes only in its own folder, so the candidate's cannot touch the reference's result."""
+    read_fd, write_fd = os.pipe()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        cand = pool.submit(run_harness, candidate_exe, spec, precision, "outputs", "candidate", sizes, candidate_dir,
+                           timeout_s, evidence_fd=write_fd, **kwargs)
+        ref = pool.submit(run_harness, reference_exe, spec, precision, "compare", "baseline", sizes, reference_dir,
+                          timeout_s, evidence_fd=read_fd, **kwargs)
+        return ComparedRun(cand.result(), ref.result())
 
 
 # The harness runs untrusted device code: cap its files (JSON + kernel printf) well below the default.

@@ -212,6 +212,7 @@ def run(
     output_cap: int = 256 * 1024,
     grace_s: float = 2.0,
     policy: confine.Policy | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> SandboxResult:
     """Run argv in cwd with a wall-clock timeout; the result is returned, never raised.
 
@@ -219,6 +220,9 @@ def run(
     main process ends, anything left in its group (e.g. a background grandchild) is
     killed too. A child that calls setsid() itself escapes the group; containing that
     needs cgroups, which this module does not require.
+
+    `pass_fds` are handed over: the child gets them under the same numbers, and they are closed here
+    once it has started (so a pipe between two children sees its end when one of them exits).
     """
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
@@ -250,10 +254,10 @@ def run(
                 stderr=err,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(status_w,) if policy is not None else (),
+                pass_fds=((status_w,) if policy is not None else ()) + tuple(pass_fds),
             )
         except OSError as exc:
-            _close(status_r, status_w)
+            _close(status_r, status_w, *pass_fds)
             err.write(f"sandbox: cannot start {argv[0]!r}: {exc}\n".encode())
             err.flush()
             return SandboxResult(
@@ -268,7 +272,7 @@ def run(
                 str(err_path),
                 str(cwd),
             )
-        _close(status_w)
+        _close(status_w, *pass_fds)
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

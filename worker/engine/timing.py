@@ -82,6 +82,35 @@ def timings_by_size(data: dict[str, Any] | None) -> dict[int, TimingStats]:
     return out
 
 
+# A child cannot have timed more than it ran: its reported timed calls, in all, may not exceed the wall time the
+# parent observed for the whole process (which also holds start-up, warm-up and the checks). The margin covers
+# the two clocks (CUDA events against the parent's monotonic clock) and nothing else (docs/threat-model.md).
+WALL_MARGIN = 1.02
+
+
+def timed_total_ms(data: dict[str, Any] | None) -> float:
+    """What a child's result says its timed calls took in all: the raw samples' sum, or per size samples x mean
+    x launches per sample (the C/CUDA harness's statistics)."""
+    total = 0.0
+    for entry in [data or {}, *((data or {}).get("sizes") or [])]:
+        samples = entry.get("samples_ms")
+        if isinstance(samples, list):
+            total += sum(float(x) for x in samples if isinstance(x, (int, float)))
+        timing = entry.get("timing")
+        if isinstance(timing, dict) and isinstance(timing.get("mean_ms"), (int, float)):
+            total += float(timing["mean_ms"]) * int(timing.get("samples") or 0) * int(timing.get("batch") or 1)
+    return total
+
+
+def beyond_wall_time(data: dict[str, Any] | None, wall_s: float) -> str:
+    """Why a child's reported timing cannot be true because it exceeds the process's own wall time, or ""."""
+    total = timed_total_ms(data)
+    if total > wall_s * 1e3 * WALL_MARGIN + 1.0:
+        return (f"the timed calls it reported add up to {total / 1e3:.3g} s, but its process ran {wall_s:.3g} s in "
+                "all (measured by the evaluator): the timing was forged, so the result is refused")
+    return ""
+
+
 def cache_key(parts: dict[str, Any]) -> str:
     """A hash of everything that determines a time: a change to any part is a different entry."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]

@@ -193,6 +193,21 @@ def test_a_timing_forged_past_every_check_is_refused_by_the_profiler_cross_check
     assert "forged" in ev.reason and "Nsight Compute" in ev.reason
 
 
+def test_a_check_forged_past_every_check_does_not_reach_the_verdict(gpu_chain, options):
+    """forged_check_atexit.cu, built as trusted code (no source or object check): its zeros are judged by kwref,
+    which never runs candidate code, from the buffers the candidate's process sent; the result file its exit
+    handler rewrites carries no verdict (docs/evaluation.md, "Who decides the verdict")."""
+    from worker.engine.context import guarded
+    from worker.formats.cuda.evaluation import _Context, _evaluate
+
+    source = (CANDIDATE_FILES[0].parent / "forged_check_atexit.cu").read_text(encoding="utf-8")
+    ctx = _Context(LIBRARY["vector_add"], "fp32", options, gpu_chain, None, None)
+    ctx.trusted = True
+    ev = guarded(ctx, "candidate", lambda: _evaluate(ctx, source, None, False, trusted=True))
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "C[0] expected" in ev.reason and "got 0" in ev.reason, ev.reason
+
+
 def test_less_work_while_timed_names_the_timed_call(gpu_chain, options):
     path = CANDIDATE_FILES[0].parent / "lazy_when_timed.cu"
     ev = evaluate(LIBRARY["vector_add"], "fp32", path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)

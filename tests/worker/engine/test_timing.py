@@ -50,3 +50,16 @@ def test_the_cache_round_trips_and_refuses_what_does_not_decode(tmp_path):
 def test_the_key_depends_on_every_part_but_not_their_order():
     assert cache_key({"a": 1, "b": 2}) == cache_key({"b": 2, "a": 1})
     assert cache_key({"a": 1, "b": 2}) != cache_key({"a": 1, "b": 3})
+
+
+def test_a_timing_that_adds_up_to_more_than_the_process_ran_is_refused():
+    from worker.engine.timing import beyond_wall_time, timed_total_ms
+
+    cuda = {"sizes": [{"index": 0, "timing": {"samples": 50, "mean_ms": 2.0, "batch": 4}},
+                      {"index": 1, "timing": {"samples": 50, "mean_ms": 1.0}}]}
+    assert timed_total_ms(cuda) == 50 * 2.0 * 4 + 50 * 1.0
+    assert beyond_wall_time(cuda, 1.0) == ""  # 450 ms reported inside a 1 s process
+    assert "forged" in beyond_wall_time(cuda, 0.3) and "0.45 s" in beyond_wall_time(cuda, 0.3)
+    torch_like = {"samples_ms": [10.0] * 100}
+    assert timed_total_ms(torch_like) == 1000.0
+    assert beyond_wall_time(torch_like, 2.0) == "" and beyond_wall_time(torch_like, 0.5) != ""

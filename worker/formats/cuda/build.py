@@ -30,6 +30,7 @@ from worker.formats.cuda.flags import FlagCheck, check_flags
 from worker.formats.cuda.spec import TaskSpec
 
 EXECUTABLE = "kwbench"
+REFERENCE_EXECUTABLE = "kwref"  # baseline + harness without the candidate: baseline runs and the check's verdict
 BASELINE_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
 HARNESS_FLAGS = ("-O2", "-std=c++17")
 COMPILE_TIMEOUT_S = 300.0
@@ -61,6 +62,9 @@ class BuildResult:
     # defines or imports, else the task/harness.
     link_blame: str = ""
     candidate_at_fault: bool = True
+    # The harness linked without the candidate (kwref): the baseline's runs and the check's verdict happen in a
+    # process that never ran candidate code. The executable itself when there is no candidate.
+    reference: str | None = None
 
     @property
     def failure(self) -> CompileResult | None:
@@ -428,25 +432,18 @@ def build(
                                time.monotonic() - start, libraries, arch, notes=tuple(notes),
                                refused=checked.messages())
 
-    link_key = _sha(*common, "link", *[j.key for j in jobs], *libraries, *_link_dirs(libraries))
-    link_argv = [
-        nvcc,
-        f"-arch={arch}",
-        # baseline.o and harness.o before candidate.o: of the weak definitions several objects emit (inline
-        # functions, template instantiations) the linker keeps the first, theirs (objcheck relies on it).
-        *[str(j.output) for j in jobs],
-        "-o",
-        EXECUTABLE,
-        *_link_dirs(libraries),
-        *[f"-l{lib}" for lib in libraries],
-    ]
-    link_job = _Job("link", link_argv, work, work / EXECUTABLE, link_key, cache / "bin" / f"{link_key}.bin")
-    link = _run_job(link_job, timeout_s)
+    # The reference first: without the candidate, so its failure is the task's, whatever the candidate did.
+    ref_link, ref_key = _link(nvcc, arch, common, jobs[:2], (), work, REFERENCE_EXECUTABLE, cache, timeout_s)
+    if not ref_link.ok or candidate is None:
+        return BuildResult(ref_link.ok, str(work / REFERENCE_EXECUTABLE) if ref_link.ok else None, baseline,
+                           harness, candidate, ref_link, flag_check, time.monotonic() - start, libraries, arch,
+                           key=ref_key, notes=tuple(notes), candidate_at_fault=False,
+                           link_blame="" if ref_link.ok else link_failure(ref_link.log, None, "")[0],
+                           reference=str(work / REFERENCE_EXECUTABLE) if ref_link.ok else None)
+    link, link_key = _link(nvcc, arch, common, jobs, libraries, work, EXECUTABLE, cache, timeout_s)
     exe = work / EXECUTABLE
     blame, at_fault = "", True
-    if link.ok:
-        exe.chmod(0o755)
-    else:
+    if not link.ok:
         blame, at_fault = link_failure(link.log, checked, candidate_source or "")
     return BuildResult(
         link.ok,
@@ -463,7 +460,29 @@ def build(
         notes=tuple(notes),
         link_blame=blame,
         candidate_at_fault=at_fault,
+        reference=str(work / REFERENCE_EXECUTABLE),
     )
+
+
+def _link(nvcc: str, arch: str, common: tuple[str, ...], jobs: list[_Job], libraries: tuple[str, ...], work: Path,
+          name: str, cache: Path, timeout_s: float) -> tuple[CompileResult, str]:
+    """Links the objects of `jobs` into work/name, cached by what went in; (result, that key)."""
+    key = _sha(*common, "link", *[j.key for j in jobs], *libraries, *_link_dirs(libraries))
+    argv = [
+        nvcc,
+        f"-arch={arch}",
+        # baseline.o and harness.o before candidate.o: of the weak definitions several objects emit (inline
+        # functions, template instantiations) the linker keeps the first, theirs (objcheck relies on it).
+        *[str(j.output) for j in jobs],
+        "-o",
+        name,
+        *_link_dirs(libraries),
+        *[f"-l{lib}" for lib in libraries],
+    ]
+    result = _run_job(_Job("link", argv, work, work / name, key, cache / "bin" / f"{key}.bin"), timeout_s)
+    if result.ok:
+        (work / name).chmod(0o755)
+    return result, key
 
 
 def check_candidate_object(

@@ -20,10 +20,18 @@ from worker.engine import ncu
 from worker.engine import toolchain as tc
 from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
 from worker.engine.entry import Steps, entry_points
-from worker.engine.harness import SYSTEM_KINDS, HarnessRun, format_size, run_harness
+from worker.engine.harness import (
+    SYSTEM_KINDS,
+    ComparedRun,
+    HarnessRun,
+    format_size,
+    phase_name,
+    run_compared,
+    run_harness,
+)
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
-from worker.engine.timing import TimingCache, timings_by_size
+from worker.engine.timing import TimingCache, beyond_wall_time, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
 from worker.formats.cuda.spec import TaskSpec
 from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
@@ -36,6 +44,7 @@ class _Context(EvalContext):
                  work_dir: Path | str | None, progress: Progress | None):
         super().__init__(spec, precision, options, chain, work_dir, progress)
         self.exe = ""  # the linked harness, once built
+        self.reference_exe = ""  # the same harness linked without the candidate: baseline runs and verdicts
         self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
         self.trusted = False  # the task's own library reference: no static checks, no object check
 
@@ -51,17 +60,19 @@ class _Context(EvalContext):
         name: str | None = None,
         prefix: list[str] | None = None,
         seeds: int | None = None,
+        reference: bool = False,
     ) -> HarnessRun:
+        """One harness process; `reference`: the executable without the candidate (its code never runs there)."""
         o = self.options
         with self.gpu():
             return run_harness(
-                self.exe,
+                self.reference_exe if reference else self.exe,
                 self.spec,
                 self.precision,
                 mode,
                 impl,
                 sizes,
-                self.work,
+                self.folder(reference),
                 timeout_s,
                 prefix=prefix,
                 name=name,
@@ -70,6 +81,18 @@ class _Context(EvalContext):
                 warmup=o.warmup,
                 iters=o.iters,
             )
+
+    def folder(self, reference: bool) -> Path:
+        """Where a run may write (its cwd): the candidate's processes and the reference's each have their own, and
+        neither holds the executables (build/), so candidate code can rewrite neither kwref nor the verdict."""
+        return self.work / ("reference" if reference else "candidate")
+
+    def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
+        """The check: the candidate's process sends its buffers, the reference's process decides."""
+        o = self.options
+        with self.gpu():
+            return run_compared(self.exe, self.reference_exe, self.spec, self.precision, sizes, self.folder(False),
+                                self.folder(True), timeout_s, seeds=o.seeds, seed_base=o.seed_base)
 
 
 # ---------------------------------------------------------------- public entry points
@@ -109,7 +132,7 @@ def _validate(ctx: _Context) -> Evaluation:
         return ctx.base(verdict=Verdict.NO_GPU, kind="validate", reason=_no_gpu(ctx))
     ctx.progress(f"{spec.name}/{precision}: validate baseline against the CPU reference")
     with ctx.phase("check"):
-        run = ctx.run("validate", "baseline", list(spec.sizes), ctx.options.check_timeout_s)
+        run = ctx.run("validate", "baseline", list(spec.sizes), ctx.options.check_timeout_s, reference=True)
     if not run.ok:
         return _crashed(ctx, run, kind="validate", sizes=ctx.sizes(), locate=True)
     sizes = _merge_check(ctx.sizes(), run.data)
@@ -158,6 +181,7 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
         if built.cache_hits:
             ctx.progress(f"  build cache hits: {', '.join(built.cache_hits)}")
         ctx.exe = built.executable or ""
+        ctx.reference_exe = built.reference or ""
         return built
     if built.refused:  # the object check on the candidate's host object
         msgs = built.refused
@@ -218,13 +242,15 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     if ctx.chain.gpu is None:
         return ctx.base(verdict=Verdict.NO_GPU, reason=_no_gpu(ctx), compile=compiled, notes=tuple(notes))
 
-    # Correctness: every size, every seed, against the baseline's output.
+    # Correctness: every size, every seed, against the baseline's output, decided by a process that never ran
+    # the candidate's code (docs/evaluation.md, "Who decides the verdict").
     ctx.progress(f"{spec.name}/{precision}: check {len(spec.sizes)} sizes x {o.seeds} seeds")
     with ctx.phase("check"):
-        run = ctx.run("check", "candidate", list(spec.sizes), o.check_timeout_s)
-    if not run.ok:
-        return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=ctx.sizes(), locate=True)
-    sizes = _merge_check(ctx.sizes(), run.data)
+        pair = ctx.compared(list(spec.sizes), o.check_timeout_s)
+    failed = _check_failure(ctx, pair, compiled, tuple(notes))
+    if failed is not None:
+        return failed
+    sizes = _merge_check(ctx.sizes(), pair.reference.data)
     bad = [s for s in sizes if not s.correct or s.inputs_unchanged is False]
     if bad:
         return ctx.base(
@@ -246,7 +272,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         run = ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s)
     if not run.ok:
         return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
-    wrong = _timed_call_failure(sizes, run.data)
+    wrong = _timed_call_failure(sizes, run.data) or beyond_wall_time(run.data, run.result.wall_s) or None
     if wrong is not None:
         return ctx.base(verdict=Verdict.INCORRECT, reason=wrong, sizes=tuple(sizes), compile=compiled,
                         notes=tuple(notes))
@@ -277,6 +303,30 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         profiles=profiles,
         baseline_cached=cached,
     )
+
+
+def _check_failure(ctx: _Context, pair: ComparedRun, compiled: CompileResult | None,
+                   notes: tuple[str, ...]) -> Evaluation | None:
+    """The verdict when the split check did not end with a decision, or None when the reference decided."""
+    run, ref = pair.candidate, pair.reference
+    if not run.ok and not pair.reader_stopped_first:
+        return _crashed(ctx, run, compile=compiled, notes=notes, sizes=ctx.sizes(), locate=True)
+    if pair.evidence_failure:
+        return ctx.base(
+            verdict=Verdict.INCORRECT,
+            reason=(f"the candidate's process ended without sending what the check needs: {pair.evidence_failure} "
+                    "(the reference's process decides the verdict from the buffers the candidate's process sends "
+                    "after each checked call; a short or malformed stream is refused)"),
+            sizes=tuple(ctx.sizes()), compile=compiled, notes=notes,
+        )
+    if not ref.ok:  # the reference stopped first (the candidate's process then found the pipe closed)
+        crashed = _crashed(ctx, ref, compile=compiled, notes=notes, sizes=ctx.sizes())
+        if ref.crash is not None and ref.crash.kind == "timeout":
+            return crashed  # waiting for the candidate's buffers counts against the candidate, as before
+        return replace(crashed, verdict=Verdict.RUNTIME_ERROR,
+                       reason="the reference's side of the check failed (a task/harness problem, not the "
+                              f"candidate's): {crashed.reason}")
+    return None
 
 
 def _evaluate_baseline(ctx: _Context) -> Evaluation:
@@ -423,7 +473,9 @@ def _crashed(
         for i, size in enumerate(ctx.spec.sizes):
             ctx.progress(f"  locating the crash: size {i} ({format_size(size)})")
             with ctx.phase("locate"):
-                single = ctx.run(run.mode, impl, [size], ctx.options.check_timeout_s, name=f"locate-{i}")
+                mode = "check" if run.mode == "outputs" else run.mode  # one process, no pipe, to find the size
+                single = ctx.run(mode, impl, [size], ctx.options.check_timeout_s, name=f"locate-{i}",
+                                 reference=impl == "baseline")
             if not single.ok:
                 crash = replace(single.crash or crash, size_index=i)
                 break
@@ -441,7 +493,7 @@ def _crashed(
     return ctx.base(
         verdict=verdict,
         kind=kind,
-        reason=f"{crash.kind}{where} during {run.mode}: {crash.message}{blame}",
+        reason=f"{crash.kind}{where} during {phase_name(run.mode)}: {crash.message}{blame}",
         crash=crash,
         memcheck_log=memcheck,
         sizes=tuple(sizes),
@@ -507,7 +559,7 @@ def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation,
         f"{ctx.spec.name}/{ctx.precision}: time baseline ({o.warmup} warm-up + {o.iters} timed calls)"
     )
     with ctx.phase("time_baseline"):
-        run = ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s)
+        run = ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s, reference=True)
     if not run.ok:
         crashed = _crashed(ctx, run, sizes=ctx.sizes(), kind="baseline")
         return replace(
@@ -536,9 +588,10 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
     gpu = ctx.chain.gpu.name if ctx.chain.gpu else ""
     for i, size in enumerate(ctx.spec.sizes):
         ctx.progress(f"{ctx.spec.name}/{ctx.precision}: ncu ({o.profile}) {impl} at {format_size(size)}")
-        out = ctx.work / f"profile-{i}.json"
+        folder = ctx.folder(impl == "baseline")
+        out = folder / f"profile-{i}.json"
         program = [
-            ctx.exe,
+            ctx.reference_exe if impl == "baseline" else ctx.exe,
             "--mode",
             "profile",
             "--impl",
@@ -554,7 +607,7 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
             program += ["--const", format_size({name: value})]
         with ctx.phase("profile"), ctx.gpu():
             res = ncu.profile(
-                ctx.chain, program, o.profile, kernel_regex, ctx.work / f"ncu-{i}", o.profile_timeout_s
+                ctx.chain, program, o.profile, kernel_regex, folder / f"ncu-{i}", o.profile_timeout_s
             )
         if not res.ok:
             return tuple(profiles), f"profile at {format_size(size)} failed: {res.reason}"

@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from worker.engine.entry import Steps, entry_points
+from worker.engine.harness import phase_name
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
-from worker.engine.timing import TimingCache, file_digest, timing_of
+from worker.engine.timing import TimingCache, beyond_wall_time, file_digest, timing_of
 from worker.formats.pytorch.runner import (
     HARNESS,
     NO_DEVICE_TEXT,
@@ -74,10 +75,23 @@ def _evaluate(ctx: TorchContext, source: str, flags: str | None, compile_only: b
 
     ctx.progress(f"{spec.name}/{precision}: check ModelNew against Model ({o.torch_trials} seeded trials)")
     with ctx.phase("check"):
-        run = ctx.child("check", o.check_timeout_s)
-    if not run.ok:
+        pair = ctx.compared(o.check_timeout_s)
+    run = pair.candidate
+    if not run.ok and not pair.reader_stopped_first:
         return _crashed(ctx, run, compile=built, notes=notes)
-    checked = _checked_size(ctx, run.data or {})
+    if pair.evidence_failure:
+        return ctx.base(verdict=Verdict.INCORRECT, compile=built, notes=tuple(notes), sizes=(ctx.size(correct=False),),
+                        reason=f"ModelNew's process ended without sending what the check needs: "
+                               f"{pair.evidence_failure} (the Model's process decides from what ModelNew's process "
+                               "sends after each trial; a short or malformed stream is refused)")
+    if not pair.reference.ok:
+        crashed = _crashed(ctx, pair.reference, compile=built, notes=notes)
+        if pair.reference.crash is not None and pair.reference.crash.kind == "timeout":
+            return crashed
+        return replace(crashed, verdict=Verdict.RUNTIME_ERROR,
+                       reason=f"the Model's side of the check failed (a task problem, not the candidate's): "
+                              f"{crashed.reason}")
+    checked = _checked_size(ctx, pair.reference.data or {})
     if not checked.correct:
         return ctx.base(verdict=Verdict.INCORRECT, reason=_mismatch_reason(ctx, checked), sizes=(checked,),
                         compile=built, notes=tuple(notes))
@@ -91,7 +105,7 @@ def _evaluate(ctx: TorchContext, source: str, flags: str | None, compile_only: b
     if not run.ok:
         return _crashed(ctx, run, compile=built, notes=notes, sizes=(checked,))
     data = run.data or {}
-    failed = _timed_call_failure(ctx, data)
+    failed = _timed_call_failure(ctx, data) or beyond_wall_time(data, run.result.wall_s) or None
     if failed is not None:
         return ctx.base(verdict=Verdict.INCORRECT, reason=failed, sizes=(replace(checked, correct=False),),
                         compile=built, notes=tuple(notes))
@@ -236,7 +250,7 @@ def _crashed(
     return ctx.base(
         verdict=verdict,
         kind=kind,
-        reason=f"{who}{crash.kind} during {run.mode}: {crash.message}",
+        reason=f"{who}{crash.kind} during {phase_name(run.mode)}: {crash.message}",
         crash=crash,
         memcheck_log=memcheck,
         sizes=sizes if sizes is not None else (ctx.size(),),
@@ -346,7 +360,7 @@ def _validate(ctx: TorchContext) -> Evaluation:
     if no_gpu:
         return ctx.base(verdict=Verdict.NO_GPU, kind="validate", reason=no_gpu)
     ctx.progress(f"{ctx.spec.name}/{ctx.precision}: validate the reference Model ({o.torch_trials} seeds, twice each)")
-    saved = ctx.work / "reference-outputs.pt"
+    saved = ctx.work / "reference" / "reference-outputs.pt"  # the Model's processes write only there
     with ctx.phase("check"):
         run = ctx.child("validate", o.check_timeout_s, impl="model", extra=["--save", str(saved)])
     if not run.ok:

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from worker.engine import confine, sandbox
 from worker.engine import toolchain as tc
 from worker.engine.context import EvalContext, EvalOptions, Progress
-from worker.engine.harness import HARNESS_LIMITS, classify_crash, read_result
+from worker.engine.harness import HARNESS_LIMITS, ComparedRun, classify_crash, read_result
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
 from worker.formats.pytorch.spec import PyTorchTaskSpec
 
@@ -137,7 +138,7 @@ class TorchContext(EvalContext):
             env["TRITON_CACHE_DIR"] = str(root / "triton")
         return env
 
-    def confinement(self, mode: str, env: dict[str, str], *, hide_gpu: bool,
+    def confinement(self, mode: str, env: dict[str, str], folder: Path, *, hide_gpu: bool,
                     tool: str | None) -> confine.Policy | None:
         """The child's confinement (docs/threat-model.md). Read-only: the system, the worker's Python and its
         packages, the task folder and the harness; writable: the scratch folder and the extension (and
@@ -152,8 +153,9 @@ class TorchContext(EvalContext):
             Path(folder).mkdir(parents=True, exist_ok=True)
         execute = (*confine.SYSTEM_PATHS, sys.prefix, sys.base_prefix)  # the interpreter may live outside /usr
         if mode == "build":
-            return confine.build_policy(self.work, read=reads, write=writes, execute=execute)
-        return confine.candidate_run(sys.executable, self.work, read=reads, write=writes, execute=execute,
+            return confine.build_policy(folder, read=reads + (str(self.work),), write=writes, execute=execute)
+        return confine.candidate_run(sys.executable, folder, read=reads + (str(self.work),), write=writes,
+                                     execute=execute,
                                      processes=True, gpu=self.device == "cuda" and not hide_gpu, tool=tool)
 
     def child(
@@ -168,10 +170,15 @@ class TorchContext(EvalContext):
         prefix: list[str] | None = None,
         trials: int | None = None,
         extra: list[str] | None = None,
+        evidence_fd: int | None = None,
     ) -> ChildRun:
         o, tol = self.options, self.spec.tolerance(self.precision)
         tag = name or f"{mode}-{impl}"
-        out = self.work / f"{tag}.json"
+        # The Model's processes and ModelNew's each write only in their own folder: candidate code can rewrite
+        # neither the verdict nor a reference time.
+        folder = self.work / ("reference" if impl in ("model", "compile") else "candidate")
+        folder.mkdir(parents=True, exist_ok=True)
+        out = folder / f"{tag}.json"
         out.unlink(missing_ok=True)
         argv = [
             *(prefix or []), sys.executable, "-I", "-B", str(HARNESS), "--mode", mode,
@@ -180,7 +187,9 @@ class TorchContext(EvalContext):
             "--trials", str(trials or o.torch_trials), "--warmup", str(o.warmup), "--iters", str(o.iters),
             "--atol", repr(tol.atol), "--rtol", repr(tol.rtol), "--out", str(out), *(extra or []),
         ]
-        if self.candidate_path is not None:
+        if evidence_fd is not None:
+            argv += ["--evidence-fd", str(evidence_fd)]
+        if self.candidate_path is not None and mode != "compare":  # the reference's side never sees the candidate
             argv += ["--candidate", str(self.candidate_path)]
         cpus = os.cpu_count() or 2
         base = BUILD_LIMITS if mode == "build" else HARNESS_LIMITS
@@ -188,10 +197,11 @@ class TorchContext(EvalContext):
         limits = replace(base, cpu_seconds=int(timeout_s * max(2, cpus)) + 10)
         env = self.env(hide_gpu=hide_gpu, compile_cache=impl == "compile")
 
-        policy = self.confinement(mode, env, hide_gpu=hide_gpu, tool=prefix[0] if prefix else None)
+        policy = self.confinement(mode, env, folder, hide_gpu=hide_gpu, tool=prefix[0] if prefix else None)
 
         def run() -> sandbox.SandboxResult:
-            return sandbox.run(argv, self.work, timeout_s, env_extra=env, limits=limits, name=tag, policy=policy)
+            return sandbox.run(argv, folder, timeout_s, env_extra=env, limits=limits, name=tag, policy=policy,
+                               pass_fds=(evidence_fd,) if evidence_fd is not None else ())
 
         if lock:
             with self.gpu():
@@ -200,6 +210,17 @@ class TorchContext(EvalContext):
             res = run()
         data = read_result(out) if out.is_file() else None
         return ChildRun(mode, data, res, _crash_of(res, data, out.is_file()))
+
+
+    def compared(self, timeout_s: float) -> ComparedRun:
+        """The check split in two (docs/evaluation.md, "Who decides the verdict"): ModelNew's process sends what
+        it returned and left in its inputs over a pipe opened here; the Model's process, which never imports the
+        candidate, decides. One GPU lock for both."""
+        read_fd, write_fd = os.pipe()
+        with self.gpu(), ThreadPoolExecutor(max_workers=2) as pool:
+            cand = pool.submit(self.child, "outputs", timeout_s, lock=False, evidence_fd=write_fd)
+            ref = pool.submit(self.child, "compare", timeout_s, impl="model", lock=False, evidence_fd=read_fd)
+            return ComparedRun(cand.result(), ref.result())
 
 
 def _arch_list(chain: tc.Toolchain) -> str:

@@ -295,10 +295,152 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def mode_check(args: argparse.Namespace) -> dict[str, Any]:
+# ---------------------------------------------------------------- evidence (docs/evaluation.md, "Who decides")
+# The candidate's process (mode outputs) sends, per trial, its outputs and its inputs as they are after the call
+# over a pipe the evaluator opened; the reference's process (mode compare) never imports the candidate, runs the
+# Model on the same seeded inputs and decides. Per trial: one JSON line {"trial", "outputs": [...], "inputs":
+# [...]}, each entry {"dtype", "shape"} for a tensor (its bytes follow, in order) or {"value"} for anything else.
+# The reader trusts nothing: line length, dtype, shape and byte counts are checked, and tensors are rebuilt
+# from bytes (never unpickled).
+
+_EVIDENCE_DTYPES = {str(d): d for d in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8,
+                                         torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool,
+                                         torch.complex64, torch.complex128)}
+_EVIDENCE_LINE = 1 << 20
+
+
+class EvidenceError(Exception):
+    """What the candidate's process sent cannot be used: its fault, never the task's."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def _describe(values: list[Any]) -> tuple[list[dict[str, Any]], list[torch.Tensor]]:
+    meta, tensors = [], []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            if str(v.dtype) not in _EVIDENCE_DTYPES:
+                raise EvidenceError("evidence_invalid", f"a tensor of dtype {v.dtype} cannot be checked")
+            meta.append({"dtype": str(v.dtype), "shape": list(v.shape)})
+            tensors.append(v.detach().to("cpu").contiguous())
+        else:
+            meta.append({"value": v if isinstance(v, (int, float, bool, str, type(None))) else repr(v)})
+    return meta, tensors
+
+
+def send_evidence(stream, trial: int, got: list[Any], inputs: list[Any]) -> None:
+    outs, out_tensors = _describe(got)
+    ins, in_tensors = _describe(inputs)
+    stream.write(json.dumps({"trial": trial, "outputs": outs, "inputs": ins}).encode() + b"\n")
+    for t in out_tensors + in_tensors:
+        stream.write(t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    stream.flush()
+
+
+def receive_evidence(stream, trial: int) -> tuple[list[Any], list[Any]]:
+    """(outputs, inputs) the candidate's process sent for `trial`, rebuilt on the host."""
+    line = stream.readline(_EVIDENCE_LINE)
+    if not line:
+        raise EvidenceError("evidence_missing", f"the candidate's process sent nothing for trial {trial} (it ended, "
+                                                "or stopped sending, before that trial)")
+    try:
+        head = json.loads(line)
+        assert isinstance(head, dict) and head.get("trial") == trial
+        outs, ins = head["outputs"], head["inputs"]
+        assert isinstance(outs, list) and isinstance(ins, list)
+    except (ValueError, AssertionError, KeyError) as exc:
+        raise EvidenceError("evidence_invalid", f"the record for trial {trial} is malformed") from exc
+    return [_rebuild(stream, m, trial) for m in outs], [_rebuild(stream, m, trial) for m in ins]
+
+
+def _rebuild(stream, meta: Any, trial: int) -> Any:
+    if not isinstance(meta, dict):
+        raise EvidenceError("evidence_invalid", f"trial {trial}: an entry is not an object")
+    if "value" in meta:
+        return meta["value"]
+    dtype, shape = _EVIDENCE_DTYPES.get(str(meta.get("dtype"))), meta.get("shape")
+    if dtype is None or not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise EvidenceError("evidence_invalid", f"trial {trial}: a tensor entry has no valid dtype and shape")
+    count = 1
+    for n in shape:
+        count *= n
+    size = count * torch.empty((), dtype=dtype).element_size()
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        n = stream.readinto(view[got:])
+        if not n:
+            raise EvidenceError("evidence_invalid", f"trial {trial}: the stream ended inside a tensor")
+        got += n
+    if not size:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def _onto(value: Any, device: torch.device) -> Any:
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+def mode_outputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The candidate on every seeded trial; what it returned and left in its inputs goes to the reference's
+    process (mode compare), which decides. Nothing is judged here."""
     task = Task(args)
     checkpoint("import the candidate")
     cand_mod = load_module(Path(args.candidate), "kw_candidate")
+    stream = os.fdopen(args.evidence_fd, "wb")
+    try:
+        with torch.no_grad():
+            checkpoint("construct ModelNew")
+            cand = task.build(cand_mod.ModelNew)
+            for trial in range(args.trials):
+                pristine = task.inputs(args.seed_base + trial)
+                # Free device memory poisoned (as the check in one process leaves the Model's freed outputs), so
+                # an output the candidate allocates and never writes reads back as NaN.
+                poison(task.device, storage_bytes(pristine) * 2)
+                checkpoint(f"candidate forward, trial {trial}")
+                cand_in = task.on_device(pristine)
+                got = outputs_of(cand(*cand_in))
+                sync(task.device)
+                checkpoint(f"send the outputs, trial {trial}")
+                send_evidence(stream, trial, got, cand_in)
+                del got, cand_in
+        stream.close()
+    except BrokenPipeError as exc:  # the reference decided (a wrong trial) or failed, and closed its end
+        raise EvidenceError("evidence_closed", "the reference process stopped reading") from exc
+    return {"trials": args.trials, "env": env_info(task.device)}
+
+
+def mode_compare(args: argparse.Namespace) -> dict[str, Any]:
+    """The check, decided where the candidate never ran: the Model on each trial's inputs against what the
+    candidate's process sent (mode outputs)."""
+    with os.fdopen(args.evidence_fd, "rb") as stream:
+        return _check(args, lambda task, trial, _pristine: receive_evidence(stream, trial))
+
+
+def mode_check(args: argparse.Namespace) -> dict[str, Any]:
+    """The check in one process (a crash's location and memcheck use it; the verdict comes from mode compare)."""
+    checkpoint("import the candidate")
+    cand_mod = load_module(Path(args.candidate), "kw_candidate")
+    state: dict[str, Any] = {}
+
+    def run_candidate(task: Task, trial: int, pristine: list[Any]) -> tuple[list[Any], list[Any]]:
+        if "model" not in state:
+            state["model"] = task.build(cand_mod.ModelNew)
+        checkpoint(f"candidate forward, trial {trial}")
+        cand_in = task.on_device(pristine)
+        got = outputs_of(state["model"](*cand_in))
+        sync(task.device)
+        return got, cand_in
+
+    return _check(args, run_candidate)
+
+
+def _check(args: argparse.Namespace, candidate_of) -> dict[str, Any]:
+    """Every trial: the Model's outputs (kept on the host) against the candidate's, which `candidate_of(task,
+    trial, pristine)` returns with the inputs as the candidate left them."""
+    task = Task(args)
     result: dict[str, Any] = {
         "correct": True,
         "trials": args.trials,
@@ -310,9 +452,8 @@ def mode_check(args: argparse.Namespace) -> dict[str, Any]:
         "max_abs_diff": 0.0,
     }
     with torch.no_grad():
-        checkpoint("construct Model and ModelNew")
+        checkpoint("construct Model")
         model = task.build(task.ref.Model)
-        cand = task.build(cand_mod.ModelNew)
         for trial in range(args.trials):
             seed = args.seed_base + trial
             pristine = task.inputs(seed)
@@ -331,10 +472,9 @@ def mode_check(args: argparse.Namespace) -> dict[str, Any]:
             del ref_out, ref_in
             poison(task.device, freed)
 
-            checkpoint(f"candidate forward, trial {trial}")
-            cand_in = task.on_device(pristine)
-            got = outputs_of(cand(*cand_in))
-            sync(task.device)
+            got, cand_in = candidate_of(task, trial, pristine)
+            # Received values come on the host; on the device the comparison is fast (no copy when already there).
+            got, cand_in = [_onto(v, task.device) for v in got], [_onto(v, task.device) for v in cand_in]
             checkpoint(f"compare, trial {trial}")
             result["outputs"] = [
                 {"shape": list(e.shape), "dtype": str(e.dtype)} if isinstance(e, torch.Tensor) else repr(e)
@@ -517,8 +657,8 @@ def mode_validate_cpu(args: argparse.Namespace) -> dict[str, Any]:
     return {"agrees": mismatch is None, "first_mismatch": mismatch, "env": env_info(torch.device("cpu"))}
 
 
-MODES = {"build": mode_build, "check": mode_check, "time": mode_time, "profile": mode_profile,
-         "validate": mode_validate, "validate_cpu": mode_validate_cpu}
+MODES = {"build": mode_build, "check": mode_check, "outputs": mode_outputs, "compare": mode_compare,
+         "time": mode_time, "profile": mode_profile, "validate": mode_validate, "validate_cpu": mode_validate_cpu}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -538,6 +678,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--save", default="")
     p.add_argument("--load", default="")
+    p.add_argument("--evidence-fd", type=int, default=-1, help="outputs/compare: the pipe the evaluator opened")
     p.add_argument("--out", required=True)
     return p.parse_args(argv)
 
@@ -556,6 +697,9 @@ def main(argv: list[str] | None = None) -> int:
     _STATE["out"] = Path(args.out)
     try:
         result = MODES[args.mode](args)
+    except EvidenceError as exc:
+        _write({"error": str(exc), "kind": exc.kind, "phase": _STATE["phase"]})
+        return 1
     except BaseException as exc:  # noqa: BLE001 - every failure becomes the JSON the engine reads
         _write({
             "error": f"{type(exc).__name__}: {exc}"[:20000],

@@ -1,6 +1,8 @@
 """The whole evaluation pipeline, run for real on the CPU stand-in task (see conftest)."""
 
 import dataclasses
+import json
+import subprocess
 
 import pytest
 
@@ -71,6 +73,59 @@ def test_results_remembered_by_input_address_are_never_accepted(scale_spec, cpu_
     ev = run(scale_spec, cpu_chain, cpu_options, "scale_remembers_by_address.cu")
     assert ev.verdict == Verdict.INCORRECT, ev.reason
     assert "Y[0]" in ev.reason and ev.score is None
+
+
+def _trusted(spec, chain, options, name, work_dir=None):
+    """The candidate built as trusted code: no source or object check, so only the rest of the protocol stands
+    between it and the verdict (docs/threat-model.md, defence in depth)."""
+    from worker.engine.context import guarded
+    from worker.formats.cuda.evaluation import _Context, _evaluate
+
+    ctx = _Context(spec, "fp32", options, chain, work_dir, None)
+    ctx.trusted = True
+    return guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate(name), None, False, trusted=True))
+
+
+def test_the_check_verdict_comes_from_a_process_linked_without_the_candidate(scale_spec, cpu_chain, cpu_options,
+                                                                             tmp_path):
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu", work_dir=tmp_path / "work")
+    assert ev.verdict == Verdict.OK, ev.reason
+    work = tmp_path / "work" / "build"
+    nm = subprocess.run(["nm", str(work / "kwref")], capture_output=True, text=True, check=True).stdout
+    assert " T scale_optimized" not in nm and " T scale_optimized" in subprocess.run(
+        ["nm", str(work / "kwbench")], capture_output=True, text=True, check=True).stdout
+    verdict = json.loads(next((tmp_path / "work").rglob("compare-baseline.json")).read_text())
+    assert [s["correct"] for s in verdict["sizes"]] == [True, True, True]
+    sent = json.loads(next((tmp_path / "work").rglob("outputs-candidate.json")).read_text())
+    assert all(s["correct"] is None for s in sent["sizes"])  # the candidate's process judges nothing
+
+
+def test_a_result_forged_by_the_candidates_exit_handler_does_not_reach_the_verdict(scale_spec, cpu_chain,
+                                                                                    cpu_options):
+    ev = _trusted(scale_spec, cpu_chain, cpu_options, "scale_forges_its_check.cu")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "Y[0] expected" in ev.reason and "got 0" in ev.reason, ev.reason
+
+
+def test_a_candidate_process_that_exits_early_with_a_forged_result_is_incorrect(scale_spec, cpu_chain, cpu_options):
+    ev = _trusted(scale_spec, cpu_chain, cpu_options, "scale_exits_with_a_forged_result.cu")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "ended without sending what the check needs" in ev.reason and "size 0 seed" in ev.reason, ev.reason
+
+
+def test_candidate_code_can_rewrite_neither_the_reference_executable_nor_its_verdict(scale_spec, cpu_chain,
+                                                                                     cpu_options, tmp_path):
+    work = tmp_path / "work"
+    ev = _trusted(scale_spec, cpu_chain, dataclasses.replace(cpu_options, use_baseline_cache=False),
+                  "scale_overwrites_the_reference.cu", work_dir=work)
+    assert ev.verdict == Verdict.OK, ev.reason  # an honest result, from an intact reference
+    assert (work / "build" / "kwref").read_bytes()[:4] == b"\x7fELF"
+    # The check's process (while kwref runs beside it, the kernel may answer "Text file busy" first) and the
+    # timing's process (kwref has ended) both try.
+    attempts = "".join(p.read_text() for p in sorted((work / "candidate").glob("*.stderr")))
+    assert "kwref: Permission denied" in (work / "candidate" / "time-candidate.stderr").read_text(), attempts
+    assert "compare-baseline.json: Permission denied" in attempts
+    assert "done" not in attempts
 
 
 def test_a_timing_without_its_call_checks_is_refused():

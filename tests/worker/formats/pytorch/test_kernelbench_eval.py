@@ -169,6 +169,18 @@ def test_a_compile_error_keeps_the_compiler_message(scale_add, options, stand_in
     assert "check" not in ev.phases and ev.sizes == ()
 
 
+def test_a_candidate_that_replaces_the_harness_comparison_is_still_judged_by_the_models_process(
+        scale_add, options, stand_in_chain, monkeypatch):
+    # The static rules refuse sys.modules; with them out of the way (defence in depth, docs/threat-model.md) the
+    # candidate replaces the comparison of the process it runs in, which no longer decides anything.
+    from worker.formats.pytorch import evaluation, static_checks
+
+    monkeypatch.setattr(evaluation, "check_candidate", lambda source, spec: static_checks.StaticReport(()))
+    ev = run(scale_add, options, stand_in_chain, "cpu_patches_the_check.py")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "got 0" in ev.reason, ev.reason
+
+
 def test_a_candidate_that_raises_is_a_runtime_error_with_its_message(scale_add, options, stand_in_chain):
     ev = run(scale_add, options, stand_in_chain, "cpu_raises.py")
     assert ev.verdict == Verdict.RUNTIME_ERROR

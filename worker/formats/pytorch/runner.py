@@ -149,8 +149,8 @@ class TorchContext(EvalContext):
                                      str(self.spec.directory.resolve()))))
         writes = tuple(env[k] for k in ("TORCH_EXTENSIONS_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
                        if k in env)
-        for folder in writes:
-            Path(folder).mkdir(parents=True, exist_ok=True)
+        for cache in writes:
+            Path(cache).mkdir(parents=True, exist_ok=True)
         execute = (*confine.SYSTEM_PATHS, sys.prefix, sys.base_prefix)  # the interpreter may live outside /usr
         if mode == "build":
             return confine.build_policy(folder, read=reads + (str(self.work),), write=writes, execute=execute)

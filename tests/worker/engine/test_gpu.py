@@ -208,6 +208,30 @@ def test_a_check_forged_past_every_check_does_not_reach_the_verdict(gpu_chain, o
     assert "C[0] expected" in ev.reason and "got 0" in ev.reason, ev.reason
 
 
+@pytest.mark.parametrize(("stream", "kind"), [
+    (b"", "evidence_missing"),
+    (b"KWCASE1\0" + (7).to_bytes(8, "little"), "evidence_invalid"),  # another size's record
+    (b"NOTACASE" * 8, "evidence_invalid"),
+    (b"KWCASE1\0" + (0).to_bytes(8, "little"), "evidence_invalid"),  # cut off inside the record
+], ids=["nothing", "wrong size", "no marker", "cut off"])
+def test_kwref_refuses_evidence_that_is_not_the_case_it_rebuilt(stream, kind, gpu_chain, options, tmp_path):
+    """The reader of the split check (EvidenceReader, kw_harness.cuh) trusts nothing it is sent."""
+    import os
+
+    from worker.engine.harness import run_harness
+    from worker.formats.cuda.build import build
+
+    spec = LIBRARY["vector_add"]
+    built = build(spec, "fp32", gpu_chain, None, work_dir=tmp_path / "build", cache_dir=options.build_cache)
+    assert built.ok and built.reference, built.failure
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, stream)
+    os.close(write_fd)
+    run = run_harness(built.reference, spec, "fp32", "compare", "baseline", [dict(spec.sizes[0])], tmp_path / "ref",
+                      120, evidence_fd=read_fd, seeds=1)
+    assert run.crash is not None and run.crash.kind == kind, run.crash
+
+
 def test_less_work_while_timed_names_the_timed_call(gpu_chain, options):
     path = CANDIDATE_FILES[0].parent / "lazy_when_timed.cu"
     ev = evaluate(LIBRARY["vector_add"], "fp32", path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)

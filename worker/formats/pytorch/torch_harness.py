@@ -307,6 +307,7 @@ _EVIDENCE_DTYPES = {str(d): d for d in (torch.float32, torch.float64, torch.floa
                                          torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool,
                                          torch.complex64, torch.complex128)}
 _EVIDENCE_LINE = 1 << 20
+_EVIDENCE_TENSOR = 1 << 38  # 256 GiB: more than any GPU holds, so no honest output is refused
 
 
 class EvidenceError(Exception):
@@ -346,11 +347,12 @@ def receive_evidence(stream, trial: int) -> tuple[list[Any], list[Any]]:
         raise EvidenceError("evidence_missing", f"the candidate's process sent nothing for trial {trial} (it ended, "
                                                 "or stopped sending, before that trial)")
     try:
+        assert line.endswith(b"\n"), "the header line is longer than the limit"
         head = json.loads(line)
         assert isinstance(head, dict) and head.get("trial") == trial
         outs, ins = head["outputs"], head["inputs"]
         assert isinstance(outs, list) and isinstance(ins, list)
-    except (ValueError, AssertionError, KeyError) as exc:
+    except (ValueError, AssertionError, KeyError, RecursionError) as exc:  # nesting deep enough to recurse too
         raise EvidenceError("evidence_invalid", f"the record for trial {trial} is malformed") from exc
     return [_rebuild(stream, m, trial) for m in outs], [_rebuild(stream, m, trial) for m in ins]
 
@@ -367,7 +369,12 @@ def _rebuild(stream, meta: Any, trial: int) -> Any:
     for n in shape:
         count *= n
     size = count * torch.empty((), dtype=dtype).element_size()
-    data = bytearray(size)
+    if size > _EVIDENCE_TENSOR:
+        raise EvidenceError("evidence_invalid", f"trial {trial}: a tensor of {size} bytes is beyond any output")
+    try:
+        data = bytearray(size)
+    except MemoryError as exc:
+        raise EvidenceError("evidence_invalid", f"trial {trial}: a tensor of {size} bytes does not fit") from exc
     view, got = memoryview(data), 0
     while got < size:
         n = stream.readinto(view[got:])

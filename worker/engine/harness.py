@@ -237,7 +237,13 @@ def run_harness(
 
 
 class ChildOutcome(Protocol):
-    """What ComparedRun reads of a child run (HarnessRun, and the KernelBench runner's ChildRun)."""
+    """One side of a ComparedRun: a HarnessRun, or the KernelBench runner's ChildRun."""
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def data(self) -> dict[str, Any] | None: ...
 
     @property
     def crash(self) -> CrashInfo | None: ...
@@ -252,8 +258,8 @@ class ComparedRun:
     candidate and only sends what its buffers hold; the reference's process, linked without the candidate,
     rebuilds every case, runs the baseline and decides."""
 
-    candidate: Any  # mode outputs (a HarnessRun or ChildRun): no verdict, only where it was if it died
-    reference: Any  # mode compare: the verdict
+    candidate: ChildOutcome  # mode outputs: no verdict, only where it was if it died
+    reference: ChildOutcome  # mode compare: the verdict
 
     @property
     def reader_stopped_first(self) -> bool:

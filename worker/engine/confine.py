@@ -263,18 +263,35 @@ def run_policy(program: str | os.PathLike, scratch: str | os.PathLike, *, read: 
     )
 
 
+# Nsight Compute serializes profiling sessions with a lock file at this fixed path (not beneath TMPDIR), which it
+# creates on first use and never removes. Without write access to it ncu stops before starting its target (found
+# on an H200, 2026-11-27: under the tool policy it profiled nothing, with every file granted it did).
+NCU_LOCK = "/tmp/nsight-compute-lock"
+
+
+def _ncu_lock() -> tuple[str, ...]:
+    """The lock file, created here if missing (the policy grants that one file, never /tmp), or () when it
+    cannot be."""
+    try:
+        os.close(os.open(NCU_LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o666))
+    except OSError:
+        return ()
+    return (NCU_LOCK,)
+
+
 def tool_policy(policy: Policy, tool: str | os.PathLike) -> Policy:
     """`policy` for a run under a GPU tool (compute-sanitizer, ncu): the tool starts the target and talks
     to it over local sockets, so processes, AF_UNIX sockets, /proc (the tool reads its target's) and the
     tool's folder are added. The toolkit starts its tools through shell wrappers (/bin/sh must execute), and
     the target the tool forks is not the process whose /proc/self the trampoline opened, so the CUDA driver's
     writes beneath its own /proc/<pid> need /proc writable (other processes' private files stay behind
-    Landlock's ptrace scoping). Files and the network stay confined."""
+    Landlock's ptrace scoping). ncu also needs its lock file (NCU_LOCK). Files and the network stay confined."""
     root = os.path.dirname(os.path.dirname(os.path.realpath(str(tool))))
+    lock = _ncu_lock() if os.path.basename(str(tool)) == "ncu" else ()
     return Policy(**{**policy.to_dict(), "name": policy.name + "+tool", "processes": True, "unix_sockets": True,
                      "profiler": True, "read": (*policy.read, "/proc"),
                      "execute": (*policy.execute, root, *_SHELLS),
-                     "write": (*policy.write, "/proc"), "devices": (*policy.devices, "/dev/shm")})
+                     "write": (*policy.write, "/proc", *lock), "devices": (*policy.devices, "/dev/shm")})
 
 
 def candidate_run(program: str | os.PathLike, scratch: str | os.PathLike, *, tool: str | os.PathLike | None = None,

@@ -320,6 +320,26 @@ int main(void) {  /* what the CUDA driver does at cuInit: writes beneath its own
 """
 
 
+def test_ncu_may_take_its_lock_file_and_nothing_else_in_tmp(tmp_path):
+    """ncu locks /tmp/nsight-compute-lock before it starts its target (on an H200 it profiled nothing without
+    it). A stand-in tool named ncu: the policy creates the lock file and grants that one file."""
+    kit = tmp_path / "kit" / "bin"
+    kit.mkdir(parents=True)
+    tool = kit / "ncu"
+    tool.write_text('#!/bin/sh\n"$@"\n')
+    tool.chmod(0o755)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    policy = confine.tool_policy(confine.run_policy("/bin/sh", scratch), tool)
+    assert confine.NCU_LOCK in policy.write and os.path.exists(confine.NCU_LOCK)
+    other = f"/tmp/kw-not-the-lock-{os.getpid()}"
+    script = f": >> {confine.NCU_LOCK} && echo lock ok; : >> {other} && echo other ok"
+    res = sandbox.run([str(tool), "/bin/sh", "-c", script], scratch, 30, policy=policy)
+    assert "lock ok" in res.stdout and "other ok" not in res.stdout, res.output
+    assert not os.path.exists(other)
+    assert confine.NCU_LOCK not in confine.tool_policy(confine.run_policy("/bin/sh", scratch), kit / "other").write
+
+
 def test_a_target_started_by_a_wrapper_tool_runs_and_may_write_its_own_proc(tmp_path):
     """The GPU tools are started through wrapper scripts and fork their target, so the target is neither the
     trampoline's process nor the tool's program (on an H200, 2026-11-27, compute-sanitizer could not be executed

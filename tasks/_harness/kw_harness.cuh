@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "kw_lockdown.h"
 #include "kw_timed.cuh"
 
 // ----------------------------------------------------------------------------------
@@ -269,6 +270,8 @@ struct Options {
   // outputs/compare: the pipe the evaluator opened between the candidate's process and the reference's
   // (docs/evaluation.md, "Who decides the verdict"): written by `outputs`, read by `compare`.
   int evidence_fd = -1;
+  // The second stage of the confinement (kw_lockdown.h), applied once CUDA is up and before the first call.
+  bool lockdown = false;
   std::string out;
 };
 
@@ -389,6 +392,8 @@ inline Options parse_options(int argc, char** argv) {
       o.atol = parse_number(flag, value);
     } else if (flag == "--rtol") {
       o.rtol = parse_number(flag, value);
+    } else if (flag == "--lockdown") {
+      o.lockdown = parse_integer(flag, value, 0) != 0;
     } else if (flag == "--evidence-fd") {
       o.evidence_fd = int(parse_integer(flag, value, 3));
     } else if (flag == "--out") {
@@ -1386,6 +1391,13 @@ class Driver {
       writer_.emplace(opt_.evidence_fd);
     }
     if (opt_.mode == Mode::compare) reader_.emplace(opt_.evidence_fd);
+    if (opt_.lockdown) {
+      const std::string why = lockdown::apply(lockdown::folder_of(opt_.out));
+      if (!why.empty()) {
+        fail("lockdown", "the harness could not lock itself down before the first call (" + why +
+                             "): a worker problem, not the candidate's; KW_LOCKDOWN=0 turns the lockdown off");
+      }
+    }
     for (size_t i = 0; i < opt_.sizes.size(); ++i) {
       report_.sizes.emplace_back();
       SizeRecord& rec = report_.sizes.back();

@@ -294,6 +294,12 @@ def tool_policy(policy: Policy, tool: str | os.PathLike) -> Policy:
                      "write": (*policy.write, "/proc", *lock), "devices": (*policy.devices, "/dev/shm")})
 
 
+def lockdown_enabled() -> bool:
+    """KW_LOCKDOWN=1: the C/CUDA harness applies the second stage (tasks/_harness/kw_lockdown.h) once CUDA is up.
+    Off by default until it is validated on a GPU (docs/threat-model.md, "Lockdown")."""
+    return os.environ.get("KW_LOCKDOWN", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
 def candidate_run(program: str | os.PathLike, scratch: str | os.PathLike, *, tool: str | os.PathLike | None = None,
                   **kwargs) -> Policy | None:
     """The confinement of a candidate's program (`run_policy`, under `tool` when one wraps it), or None where

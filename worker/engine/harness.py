@@ -119,7 +119,8 @@ def harness_argv(
 
 # Failures the harness reports that are not the candidate's doing: never located or memchecked.
 SYSTEM_KINDS = frozenset(
-    {"bad_args", "no_candidate", "baseline_failed", "harness_error", "no_device", "not_started", "unconfined"}
+    {"bad_args", "no_candidate", "baseline_failed", "harness_error", "no_device", "not_started", "unconfined",
+     "lockdown"}
 )
 
 
@@ -228,6 +229,8 @@ def run_harness(
     out.unlink(missing_ok=True)
     argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out),
                                            evidence_fd=evidence_fd, **kwargs)]
+    if impl == "candidate" and not prefix and confine.lockdown_enabled():  # a tool needs files and sockets
+        argv[-2:-2] = ["--lockdown", "1"]
     # Confined before its first instruction (the candidate is linked in): docs/threat-model.md.
     policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None)
     res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy,

@@ -334,6 +334,9 @@ def build(
         *bf16,
         "-I",
         str(harness_dir),
+        # The shipped headers too (kw_lockdown.h), also for a harness folder of its own (the tests' CPU stand-in).
+        "-I",
+        str(Path(HARNESS_DIR).resolve()),
         "-c",
         str(harness_src),
         "-o",
@@ -352,7 +355,8 @@ def build(
         )
     )
     key = _sha(
-        *common, "harness", " ".join(harness_argv[1:-4]), harness_src.read_bytes(), harness_hash(harness_dir)
+        *common, "harness", " ".join(harness_argv[1:-4]), harness_src.read_bytes(), harness_hash(harness_dir),
+        harness_hash(Path(HARNESS_DIR)),
     )
     jobs.append(
         _Job(

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,15 +301,23 @@ def run_compared(
     timeout_s: float,
     **kwargs: int,
 ) -> ComparedRun:
-    """Both processes side by side, joined by a pipe opened here: the write end goes to the candidate's
-    process only, the read end to the reference's only (sandbox.run closes both here once handed over). Each
-    writes only in its own folder, so the candidate's cannot touch the reference's result."""
+    """The C/CUDA check: `kwbench --mode outputs` and `kwref --mode compare`, each writing only in its own folder,
+    so the candidate's process cannot touch the reference's result."""
+    return run_joined(
+        lambda fd: run_harness(candidate_exe, spec, precision, "outputs", "candidate", sizes, candidate_dir,
+                               timeout_s, evidence_fd=fd, **kwargs),
+        lambda fd: run_harness(reference_exe, spec, precision, "compare", "baseline", sizes, reference_dir,
+                               timeout_s, evidence_fd=fd, **kwargs),
+    )
+
+
+def run_joined(candidate: Callable[[int], ChildOutcome], reference: Callable[[int], ChildOutcome]) -> ComparedRun:
+    """Both sides at once, joined by a pipe opened here: `candidate` gets the write end's descriptor, `reference`
+    the read end's, each to hand to its own child only (sandbox.run closes it here once the child has it, so a
+    side that ends is seen by the other)."""
     read_fd, write_fd = os.pipe()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        cand = pool.submit(run_harness, candidate_exe, spec, precision, "outputs", "candidate", sizes, candidate_dir,
-                           timeout_s, evidence_fd=write_fd, **kwargs)
-        ref = pool.submit(run_harness, reference_exe, spec, precision, "compare", "baseline", sizes, reference_dir,
-                          timeout_s, evidence_fd=read_fd, **kwargs)
+        cand, ref = pool.submit(candidate, write_fd), pool.submit(reference, read_fd)
         return ComparedRun(cand.result(), ref.result())
 
 

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from worker.engine import confine, sandbox
 from worker.engine import toolchain as tc
 from worker.engine.context import EvalContext, EvalOptions, Progress
-from worker.engine.harness import HARNESS_LIMITS, ComparedRun, classify_crash, read_result
+from worker.engine.harness import HARNESS_LIMITS, ComparedRun, classify_crash, read_result, run_joined
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
 from worker.formats.pytorch.spec import PyTorchTaskSpec
 
@@ -216,11 +215,11 @@ class TorchContext(EvalContext):
         """The check split in two (docs/evaluation.md, "Who decides the verdict"): ModelNew's process sends what
         it returned and left in its inputs over a pipe opened here; the Model's process, which never imports the
         candidate, decides. One GPU lock for both."""
-        read_fd, write_fd = os.pipe()
-        with self.gpu(), ThreadPoolExecutor(max_workers=2) as pool:
-            cand = pool.submit(self.child, "outputs", timeout_s, lock=False, evidence_fd=write_fd)
-            ref = pool.submit(self.child, "compare", timeout_s, impl="model", lock=False, evidence_fd=read_fd)
-            return ComparedRun(cand.result(), ref.result())
+        with self.gpu():
+            return run_joined(
+                lambda fd: self.child("outputs", timeout_s, lock=False, evidence_fd=fd),
+                lambda fd: self.child("compare", timeout_s, impl="model", lock=False, evidence_fd=fd),
+            )
 
 
 def _arch_list(chain: tc.Toolchain) -> str:

@@ -35,6 +35,7 @@ from worker.engine.timing import TimingCache, beyond_wall_time, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
 from worker.formats.cuda.spec import TaskSpec
 from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
+from worker.formats.cuda.verdicts import merge_check, mismatch_reason, timed_call_failure, timing_below_profiler
 
 
 class _Context(EvalContext):
@@ -135,14 +136,14 @@ def _validate(ctx: _Context) -> Evaluation:
         run = ctx.run("validate", "baseline", list(spec.sizes), ctx.options.check_timeout_s, reference=True)
     if not run.ok:
         return _crashed(ctx, run, kind="validate", sizes=ctx.sizes(), locate=True)
-    sizes = _merge_check(ctx.sizes(), run.data)
+    sizes = merge_check(ctx.sizes(), run.data)
     bad = [s for s in sizes if not s.correct or s.inputs_unchanged is False]
     if bad:
         return ctx.base(
             verdict=Verdict.INCORRECT,
             kind="validate",
             sizes=tuple(sizes),
-            reason="baseline disagrees with the CPU reference: " + _mismatch_reason(bad[0]),
+            reason="baseline disagrees with the CPU reference: " + mismatch_reason(bad[0]),
         )
     return ctx.base(
         verdict=Verdict.OK,
@@ -250,12 +251,12 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     failed = _check_failure(ctx, pair, compiled, tuple(notes))
     if failed is not None:
         return failed
-    sizes = _merge_check(ctx.sizes(), pair.reference.data)
+    sizes = merge_check(ctx.sizes(), pair.reference.data)
     bad = [s for s in sizes if not s.correct or s.inputs_unchanged is False]
     if bad:
         return ctx.base(
             verdict=Verdict.INCORRECT,
-            reason=_mismatch_reason(bad[0]),
+            reason=mismatch_reason(bad[0]),
             sizes=tuple(sizes),
             compile=compiled,
             notes=tuple(notes),
@@ -272,7 +273,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         run = ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s)
     if not run.ok:
         return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
-    wrong = _timed_call_failure(sizes, run.data) or beyond_wall_time(run.data, run.result.wall_s) or None
+    wrong = timed_call_failure(sizes, run.data) or beyond_wall_time(run.data, run.result.wall_s) or None
     if wrong is not None:
         return ctx.base(verdict=Verdict.INCORRECT, reason=wrong, sizes=tuple(sizes), compile=compiled,
                         notes=tuple(notes))
@@ -358,98 +359,6 @@ def _evaluate_baseline(ctx: _Context) -> Evaluation:
         baseline_cached=cached,
         notes=tuple(notes),
     )
-
-
-def _merge_check(sizes: list[SizeResult], data: dict[str, Any] | None) -> list[SizeResult]:
-    by_index = {int(e.get("index", i)): e for i, e in enumerate((data or {}).get("sizes", []))}
-    out = []
-    for s in sizes:
-        entry = by_index.get(s.index)
-        if entry is None:
-            out.append(replace(s, correct=False, first_mismatch={"error": "the harness reported no result"}))
-            continue
-        out.append(
-            replace(
-                s,
-                correct=bool(entry.get("correct")),
-                inputs_unchanged=entry.get("inputs_unchanged"),
-                first_mismatch=entry.get("first_mismatch"),
-                changed_input=entry.get("changed_input"),
-                out_of_bounds=entry.get("out_of_bounds"),
-            )
-        )
-    return out
-
-
-# The reported time of a call may not be shorter than PROFILER_MARGIN x the summed durations of its kernels as
-# Nsight Compute measured them in a separate process: ncu runs kernels at base clocks (so its durations are
-# up to ~25 % longer than at boost), and a call's time also holds launch gaps, so an honest time is never
-# below half of it. A time that is shows the timing was forged or manipulated (docs/threat-model.md).
-PROFILER_MARGIN = 0.5
-
-
-def timing_below_profiler(sizes: tuple[SizeResult, ...] | list[SizeResult], profiles: tuple[Profile, ...]) -> str:
-    """Why the candidate's reported times cannot be true, or "" when they agree with the profiler."""
-    kernels: dict[int, float] = {}
-    for p in profiles:
-        if p.duration_ns:
-            kernels[p.size_index] = kernels.get(p.size_index, 0.0) + p.duration_ns / 1e6
-    for s in sizes:
-        ms = kernels.get(s.index)
-        if ms and s.candidate and s.candidate.median_ms < PROFILER_MARGIN * ms:
-            return (f"at {s.label} the reported time per call ({s.candidate.median_ms:.4g} ms, median) is below half "
-                    f"of what its kernels took under Nsight Compute in a separate process ({ms:.4g} ms): the "
-                    "timing was forged or manipulated, so the result is refused")
-    return ""
-
-
-def _timed_call_failure(sizes: list[SizeResult], data: dict[str, Any] | None) -> str | None:
-    """The reason a candidate fails when a timed call's output was wrong (the harness compares every timed
-    call with the baseline on the same fresh inputs, kw_timed.cuh), or None when every timed call was right.
-    A timing without its check (a harness older than the check) is also refused: its time is unverified."""
-    labels = {s.index: s.label for s in sizes}
-    for i, entry in enumerate((data or {}).get("sizes", [])):
-        label = labels.get(int(entry.get("index", i)), f"size {i}")
-        timing = entry.get("timing") or {}
-        if entry.get("correct") is not False and timing.get("checked_calls"):
-            continue
-        if entry.get("correct") is not False:
-            return f"at {label} the timed calls were not checked (the harness reported no timed-call check)"
-        m = entry.get("first_mismatch") or {}
-        call = m.get("timed_call", timing.get("failed_call"))
-        batch = timing.get("batch") or 1
-        return (
-            f"at {label} timed call {call} (of {timing.get('checked_calls', '?')} checked"
-            f"{f', {batch} launches per sample' if batch > 1 else ''}) gave a wrong result although the checks "
-            f"before timing passed: {_elements(m)} (each timed call gets fresh inputs and is compared with the "
-            "baseline on them; doing less work, or remembering earlier results, while timed is caught here)"
-        )
-    return None
-
-
-def _elements(m: dict[str, Any]) -> str:
-    """'C[7] expected 2 got nan; 3 of 1000 elements out of tolerance[, N of them never written ...]': the
-    harness poisons every output it does not zero before a call (all bytes 0xFF: NaN for float and bf16, -1 for
-    int), so an element still holding that was never written, and the message says so."""
-    out, n = m.get("output"), m.get("unwritten") or 0
-    unwritten = (
-        f", {n} of them never written by the call (still the poison, all bytes 0xFF, the harness fills {out} with "
-        f"before every call; the kernel must write every element of {out})" if n else ""
-    )
-    return (f"{out}[{m.get('index')}] expected {m.get('expected')} got {m.get('got')}; {m.get('mismatches')} of "
-            f"{m.get('total')} elements out of tolerance{unwritten}")
-
-
-def _mismatch_reason(size: SizeResult) -> str:
-    if size.out_of_bounds:
-        return f"at {size.label} the call wrote out of bounds: {size.out_of_bounds}"
-    if size.inputs_unchanged is False:
-        which = f" ({size.changed_input})" if size.changed_input else ""
-        return f"at {size.label} the candidate modified its inputs{which}"
-    m = size.first_mismatch or {}
-    if "index" in m:
-        return f"at {size.label} (seed {m.get('seed')}): {_elements(m)}"
-    return f"at {size.label}: {m.get('error') or 'output out of tolerance'}"
 
 
 def _crashed(

@@ -23,6 +23,7 @@ from worker.formats.pytorch.spec import PyTorchTaskSpec
 
 HARNESS = Path(__file__).with_name("torch_harness.py")
 TIMED = HARNESS.with_name("torch_timed.py")  # loaded by the harness by path (python -I: no script folder on sys.path)
+VERDICT = HARNESS.with_name("torch_verdict.py")  # likewise: the comparison and the evidence stream
 
 _MiB = 1024 * 1024
 # The build runs ninja, g++ and nvcc (cicc, ptxas) under the candidate's import: more files and processes.
@@ -144,7 +145,7 @@ class TorchContext(EvalContext):
         torch.compile) caches. load_inline re-checks its build with ninja and the compiler in every fresh
         process, so every mode may start the toolchain's programs; no network, no /proc/self, no other
         processes' files, memory or signals."""
-        reads = tuple(dict.fromkeys((sys.prefix, sys.base_prefix, str(HARNESS), str(TIMED),
+        reads = tuple(dict.fromkeys((sys.prefix, sys.base_prefix, str(HARNESS), str(TIMED), str(VERDICT),
                                      str(self.spec.directory.resolve()))))
         writes = tuple(env[k] for k in ("TORCH_EXTENSIONS_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
                        if k in env)

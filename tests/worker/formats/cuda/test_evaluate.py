@@ -144,13 +144,13 @@ def test_the_lockdown_takes_proc_and_new_sockets_from_the_candidates_calls(lockd
 
 def test_a_timing_without_its_call_checks_is_refused():
     from worker.engine.results import SizeResult
-    from worker.formats.cuda.evaluation import _timed_call_failure
+    from worker.formats.cuda.verdicts import timed_call_failure
 
     sizes = [SizeResult(index=0, params={"N": 8}, complexity=8)]
     unchecked = {"sizes": [{"index": 0, "correct": None, "timing": {"mean_ms": 1.0}}]}
-    assert "not checked" in _timed_call_failure(sizes, unchecked)
+    assert "not checked" in timed_call_failure(sizes, unchecked)
     checked = {"sizes": [{"index": 0, "correct": True, "timing": {"mean_ms": 1.0, "checked_calls": 50}}]}
-    assert _timed_call_failure(sizes, checked) is None
+    assert timed_call_failure(sizes, checked) is None
 
 
 def test_modifying_an_input_is_incorrect(scale_spec, cpu_chain, cpu_options):

@@ -92,10 +92,21 @@ def test_accepts_a_kernelbench_style_candidate_whatever_its_comments_and_strings
     assert report.ok, report.messages()
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (FIXTURES / "candidates").glob("*.py")))
+# Fixtures that exist to be refused here (the evaluation tests bypass these rules to test what lies behind them).
+REFUSED_FIXTURES = {"cpu_patches_the_check.py": "sys.modules"}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (FIXTURES / "candidates").glob("*.py")
+                                        if p.name not in REFUSED_FIXTURES))
 def test_accepts_the_fixture_candidates(name):
     report = check_candidate((FIXTURES / "candidates" / name).read_text(encoding="utf-8"), SPEC)
     assert report.ok, report.messages()
+
+
+@pytest.mark.parametrize(("name", "why"), sorted(REFUSED_FIXTURES.items()))
+def test_refuses_the_fixture_that_patches_the_harness(name, why):
+    report = check_candidate((FIXTURES / "candidates" / name).read_text(encoding="utf-8"), SPEC)
+    assert not report.ok and why in report.messages()[0]
 
 
 def with_forward(body: str, spec=SPEC) -> list[str]:

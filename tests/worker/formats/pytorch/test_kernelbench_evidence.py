@@ -1,4 +1,4 @@
-"""The evidence stream between ModelNew's process and the Model's (torch_harness.py, docs/evaluation.md, "Who
+"""The evidence stream between ModelNew's process and the Model's (torch_verdict.py, docs/evaluation.md, "Who
 decides the verdict"): what the reader accepts is exactly what the sender wrote, and anything else is the
 candidate's failure, never a crash of the reader or a tensor built from a pickle."""
 
@@ -9,12 +9,12 @@ import json
 import pytest
 import torch
 
-from worker.formats.pytorch.runner import HARNESS
+from worker.formats.pytorch.runner import VERDICT
 
 
 @pytest.fixture(scope="module")
 def harness():
-    spec = importlib.util.spec_from_file_location("kw_torch_harness_under_test", HARNESS)
+    spec = importlib.util.spec_from_file_location("kw_torch_verdict_under_test", VERDICT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -88,8 +88,11 @@ def harness_argv(
     warmup: int = WARMUP,
     iters: int = ITERS,
     evidence_fd: int | None = None,
+    lockdown: bool = False,
 ) -> list[str]:
     argv = [exe, "--mode", mode, "--impl", impl]
+    if lockdown:  # kw_lockdown.h once CUDA is up (docs/threat-model.md, "Lockdown")
+        argv += ["--lockdown", "1"]
     for size in sizes:
         argv += ["--size", format_size(size)]
     for name, value in spec.constants.items():
@@ -228,10 +231,9 @@ def run_harness(
     tag = name or f"{mode}-{impl}"
     out = work_dir / f"{tag}.json"
     out.unlink(missing_ok=True)
+    lockdown = impl == "candidate" and not prefix and confine.lockdown_enabled()  # a tool needs files and sockets
     argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out),
-                                           evidence_fd=evidence_fd, **kwargs)]
-    if impl == "candidate" and not prefix and confine.lockdown_enabled():  # a tool needs files and sockets
-        argv[-2:-2] = ["--lockdown", "1"]
+                                           evidence_fd=evidence_fd, lockdown=lockdown, **kwargs)]
     # Confined before its first instruction (the candidate is linked in): docs/threat-model.md.
     policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None)
     res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy,
@@ -266,18 +268,20 @@ class ComparedRun:
     reference: ChildOutcome  # mode compare: the verdict
 
     @property
-    def reader_stopped_first(self) -> bool:
-        """The candidate's process found the pipe closed because the reference had already stopped (it decided
-        at the first wrong trial, or failed): then the reference's result is the one to report."""
-        crash = self.candidate.crash
-        return crash is not None and crash.kind == "evidence_closed"
-
-    @property
-    def evidence_failure(self) -> str:
-        """Why the reference could not use what the candidate's process sent ("" when it could): a candidate
-        whose process ended cleanly but sent a short or malformed stream."""
-        crash = self.reference.crash
-        return crash.message if crash is not None and crash.kind in EVIDENCE_KINDS else ""
+    def failed_side(self) -> str | None:
+        """Whose failure the verdict reports when the reference did not decide, in this order, or None when it did:
+        'candidate' (its process died on its own; a process that found the pipe closed only saw the reference stop
+        first, after deciding or failing), 'evidence' (it sent a short or malformed stream: its fault), 'timeout'
+        (the reference ran out of time, waiting for the candidate's buffers as often as not: counted against the
+        candidate, as one process's timeout was) or 'reference' (the reference's own failure: a task problem)."""
+        cand, ref = self.candidate.crash, self.reference.crash
+        if not self.candidate.ok and not (cand is not None and cand.kind == "evidence_closed"):
+            return "candidate"
+        if self.reference.ok:
+            return None
+        if ref is not None and ref.kind in EVIDENCE_KINDS:
+            return "evidence"
+        return "timeout" if ref is not None and ref.kind == "timeout" else "reference"
 
 
 def phase_name(mode: str) -> str:

@@ -320,14 +320,21 @@ int main(void) {  /* what the CUDA driver does at cuInit: writes beneath its own
 """
 
 
+def _wrapper_tool(tmp_path, name: str):
+    """A stand-in GPU tool: a shell script in a toolkit-like bin/ folder that runs its arguments as its child."""
+    kit = tmp_path / "kit" / "bin"
+    kit.mkdir(parents=True)
+    tool = kit / name
+    tool.write_text('#!/bin/sh\n"$@"\n')
+    tool.chmod(0o755)
+    return tool
+
+
 def test_ncu_may_take_its_lock_file_and_nothing_else_in_tmp(tmp_path):
     """ncu locks /tmp/nsight-compute-lock before it starts its target (on an H200 it profiled nothing without
     it). A stand-in tool named ncu: the policy creates the lock file and grants that one file."""
-    kit = tmp_path / "kit" / "bin"
-    kit.mkdir(parents=True)
-    tool = kit / "ncu"
-    tool.write_text('#!/bin/sh\n"$@"\n')
-    tool.chmod(0o755)
+    tool = _wrapper_tool(tmp_path, "ncu")
+    kit = tool.parent
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     policy = confine.tool_policy(confine.run_policy("/bin/sh", scratch), tool)
@@ -345,11 +352,7 @@ def test_a_target_started_by_a_wrapper_tool_runs_and_may_write_its_own_proc(tmp_
     trampoline's process nor the tool's program (on an H200, 2026-11-27, compute-sanitizer could not be executed
     and ncu's target failed cuInit under the first tool policy). A stand-in tool: a shell script that runs the
     target as its child."""
-    kit = tmp_path / "kit" / "bin"
-    kit.mkdir(parents=True)
-    tool = kit / "fake-tool"
-    tool.write_text('#!/bin/sh\n"$@"\n')
-    tool.chmod(0o755)
+    tool = _wrapper_tool(tmp_path, "fake-tool")
     src = tmp_path / "target.c"
     src.write_text(TOOL_TARGET)
     target = tmp_path / "target"

@@ -326,6 +326,9 @@ def build(
         "baseline.o",
     ]
     harness_src = spec.harness_source().resolve()
+    # A harness folder of its own (the tests' CPU stand-in) still includes the shipped headers (kw_lockdown.h).
+    shipped_dir = Path(HARNESS_DIR).resolve()
+    shipped = [] if shipped_dir == harness_dir else ["-I", str(shipped_dir)]
     bf16 = ["-DKW_BF16"] if precision == "bf16" else []
     harness_argv = [
         nvcc,
@@ -334,9 +337,7 @@ def build(
         *bf16,
         "-I",
         str(harness_dir),
-        # The shipped headers too (kw_lockdown.h), also for a harness folder of its own (the tests' CPU stand-in).
-        "-I",
-        str(Path(HARNESS_DIR).resolve()),
+        *shipped,
         "-c",
         str(harness_src),
         "-o",
@@ -356,7 +357,7 @@ def build(
     )
     key = _sha(
         *common, "harness", " ".join(harness_argv[1:-4]), harness_src.read_bytes(), harness_hash(harness_dir),
-        harness_hash(Path(HARNESS_DIR)),
+        *([harness_hash(shipped_dir)] if shipped else []),
     )
     jobs.append(
         _Job(
@@ -438,12 +439,12 @@ def build(
 
     # The reference first: without the candidate, so its failure is the task's, whatever the candidate did.
     ref_link, ref_key = _link(nvcc, arch, common, jobs[:2], (), work, REFERENCE_EXECUTABLE, cache, timeout_s)
+    reference = str(work / REFERENCE_EXECUTABLE) if ref_link.ok else None
     if not ref_link.ok or candidate is None:
-        return BuildResult(ref_link.ok, str(work / REFERENCE_EXECUTABLE) if ref_link.ok else None, baseline,
-                           harness, candidate, ref_link, flag_check, time.monotonic() - start, libraries, arch,
-                           key=ref_key, notes=tuple(notes), candidate_at_fault=False,
-                           link_blame="" if ref_link.ok else link_failure(ref_link.log, None, "")[0],
-                           reference=str(work / REFERENCE_EXECUTABLE) if ref_link.ok else None)
+        return BuildResult(ref_link.ok, reference, baseline, harness, candidate, ref_link, flag_check,
+                           time.monotonic() - start, libraries, arch, key=ref_key, notes=tuple(notes),
+                           candidate_at_fault=False, reference=reference,
+                           link_blame="" if ref_link.ok else link_failure(ref_link.log, None, "")[0])
     link, link_key = _link(nvcc, arch, common, jobs, libraries, work, EXECUTABLE, cache, timeout_s)
     exe = work / EXECUTABLE
     blame, at_fault = "", True
@@ -464,7 +465,7 @@ def build(
         notes=tuple(notes),
         link_blame=blame,
         candidate_at_fault=at_fault,
-        reference=str(work / REFERENCE_EXECUTABLE),
+        reference=reference,
     )
 
 

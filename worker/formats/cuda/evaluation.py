@@ -308,26 +308,26 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
 
 def _check_failure(ctx: _Context, pair: ComparedRun, compiled: CompileResult | None,
                    notes: tuple[str, ...]) -> Evaluation | None:
-    """The verdict when the split check did not end with a decision, or None when the reference decided."""
-    run, ref = pair.candidate, pair.reference
-    if not run.ok and not pair.reader_stopped_first:
-        return _crashed(ctx, run, compile=compiled, notes=notes, sizes=ctx.sizes(), locate=True)
-    if pair.evidence_failure:
+    """The verdict when the split check did not end with a decision (ComparedRun.failed_side), else None."""
+    side = pair.failed_side
+    if side == "candidate":
+        return _crashed(ctx, pair.candidate, compile=compiled, notes=notes, sizes=ctx.sizes(), locate=True)
+    if side == "evidence":
+        message = pair.reference.crash.message if pair.reference.crash else ""
         return ctx.base(
             verdict=Verdict.INCORRECT,
-            reason=(f"the candidate's process ended without sending what the check needs: {pair.evidence_failure} "
-                    "(the reference's process decides the verdict from the buffers the candidate's process sends "
-                    "after each checked call; a short or malformed stream is refused)"),
+            reason=(f"the candidate's process ended without sending what the check needs: {message} (the "
+                    "reference's process decides the verdict from the buffers the candidate's process sends after "
+                    "each checked call; a short or malformed stream is refused)"),
             sizes=tuple(ctx.sizes()), compile=compiled, notes=notes,
         )
-    if not ref.ok:  # the reference stopped first (the candidate's process then found the pipe closed)
-        crashed = _crashed(ctx, ref, compile=compiled, notes=notes, sizes=ctx.sizes())
-        if ref.crash is not None and ref.crash.kind == "timeout":
-            return crashed  # waiting for the candidate's buffers counts against the candidate, as before
-        return replace(crashed, verdict=Verdict.RUNTIME_ERROR,
-                       reason="the reference's side of the check failed (a task/harness problem, not the "
-                              f"candidate's): {crashed.reason}")
-    return None
+    if side is None:
+        return None
+    crashed = _crashed(ctx, pair.reference, compile=compiled, notes=notes, sizes=ctx.sizes())
+    if side == "timeout":
+        return crashed
+    return replace(crashed, verdict=Verdict.RUNTIME_ERROR, reason="the reference's side of the check failed (a "
+                   f"task/harness problem, not the candidate's): {crashed.reason}")
 
 
 def _evaluate_baseline(ctx: _Context) -> Evaluation:

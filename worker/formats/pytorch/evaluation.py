@@ -76,21 +76,20 @@ def _evaluate(ctx: TorchContext, source: str, flags: str | None, compile_only: b
     ctx.progress(f"{spec.name}/{precision}: check ModelNew against Model ({o.torch_trials} seeded trials)")
     with ctx.phase("check"):
         pair = ctx.compared(o.check_timeout_s)
-    run = pair.candidate
-    if not run.ok and not pair.reader_stopped_first:
-        return _crashed(ctx, run, compile=built, notes=notes)
-    if pair.evidence_failure:
+    side = pair.failed_side  # whose failure to report when the Model's process did not decide
+    if side == "candidate":
+        return _crashed(ctx, pair.candidate, compile=built, notes=notes)
+    if side == "evidence":
+        message = pair.reference.crash.message if pair.reference.crash else ""
         return ctx.base(verdict=Verdict.INCORRECT, compile=built, notes=tuple(notes), sizes=(ctx.size(correct=False),),
-                        reason=f"ModelNew's process ended without sending what the check needs: "
-                               f"{pair.evidence_failure} (the Model's process decides from what ModelNew's process "
-                               "sends after each trial; a short or malformed stream is refused)")
-    if not pair.reference.ok:
+                        reason=f"ModelNew's process ended without sending what the check needs: {message} (the "
+                               "Model's process decides from what ModelNew's process sends after each trial; a short "
+                               "or malformed stream is refused)")
+    if side is not None:
         crashed = _crashed(ctx, pair.reference, compile=built, notes=notes)
-        if pair.reference.crash is not None and pair.reference.crash.kind == "timeout":
-            return crashed
-        return replace(crashed, verdict=Verdict.RUNTIME_ERROR,
-                       reason=f"the Model's side of the check failed (a task problem, not the candidate's): "
-                              f"{crashed.reason}")
+        return crashed if side == "timeout" else replace(
+            crashed, verdict=Verdict.RUNTIME_ERROR,
+            reason=f"the Model's side of the check failed (a task problem, not the candidate's): {crashed.reason}")
     checked = _checked_size(ctx, pair.reference.data or {})
     if not checked.correct:
         return ctx.base(verdict=Verdict.INCORRECT, reason=_mismatch_reason(ctx, checked), sizes=(checked,),

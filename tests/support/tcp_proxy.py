@@ -38,6 +38,13 @@ class OutageProxy:
         self.cuts += 1
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a RST
+            # close() alone does not wake a pump thread blocked in recv() on this socket, and the kernel
+            # keeps the connection open until that recv returns: a client waiting for a reply would wait
+            # forever. shutdown() wakes it, so the connection really ends.
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
             sock.close()
         except OSError:
             pass

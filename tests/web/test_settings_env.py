@@ -95,3 +95,13 @@ def test_the_web_servers_pool_is_set_only_for_postgresql_and_without_persistent_
     assert pooled.stdout.strip().splitlines()[-1] == "0 {'min_size': 1, 'max_size': 20, 'timeout': 30}"
     sqlite = _django({"KERNELWEB_VAR_DIR": str(tmp_path), "DB_POOL_MAX_SIZE": "20"}, *show)
     assert sqlite.stdout.strip().splitlines()[-1] == "0 None"
+
+
+def test_postgresql_connections_give_up_on_a_silent_peer_unless_the_url_says_otherwise(tmp_path):
+    show = ("shell", "-c", "from django.conf import settings; o = settings.DATABASES['default'].get('OPTIONS', {}); "
+            "print(o.get('keepalives'), o.get('keepalives_idle'), o.get('connect_timeout'))")
+    default = _django({"KERNELWEB_VAR_DIR": str(tmp_path), "DATABASE_URL": "postgres://u:p@127.0.0.1:5432/x"}, *show)
+    assert default.stdout.strip().splitlines()[-1] == "1 30 10", default.stderr
+    chosen = _django({"KERNELWEB_VAR_DIR": str(tmp_path),
+                      "DATABASE_URL": "postgres://u:p@127.0.0.1:5432/x?keepalives_idle=5"}, *show)
+    assert chosen.stdout.strip().splitlines()[-1] == "1 5 10", chosen.stderr

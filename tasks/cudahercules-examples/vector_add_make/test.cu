@@ -1,7 +1,9 @@
 // Harness: for each case, seeded inputs, the reference checked on the CPU, the solution's output
 // (poisoned with NaN first) checked against the reference with KW_ATOL/KW_RTOL, then both timed with
 // CUDA events (3 warm-up calls, KH_BENCHMARK timed calls, the mean per call). Prints one "Kernel time"
-// and one "Ref time" line per case, then "Passed" (exit 0), or a "Failed" line (exit 1).
+// and one "Ref time" line per case, then "Passed" (exit 0), or a "Failed" line (exit 1). Where $KW_OUTPUTS
+// names a folder, each case's output is also written there (n<N>.bin, raw float32) for the worker to compare
+// with the shipped solution's (task.yaml correctness.outputs).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -96,6 +98,16 @@ int main() {
             if (!(std::fabs(got[i] - ref[i]) <= atol + rtol * std::fabs(ref[i]))) {
                 printf("Failed: n=%d index %d expected %.8g got %.8g\n", n, i, ref[i], got[i]);
                 return 1;
+            }
+        }
+
+        if (const char* dir = getenv("KW_OUTPUTS")) {  // correctness.outputs: the worker compares these too
+            char path[4096];
+            snprintf(path, sizeof path, "%s/n%d.bin", dir, n);
+            FILE* f = fopen(path, "wb");
+            if (!f || fwrite(got.data(), sizeof(float), n, f) != (size_t)n || fclose(f)) {
+                printf("Failed: cannot write %s\n", path);
+                return 2;
             }
         }
 

@@ -19,8 +19,9 @@ from worker.engine.harness import HARNESS_LIMITS, classify_crash
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
 from worker.engine.scoring import geometric_mean, score_sizes
 from worker.engine.timing import TimingCache, stats_from_samples
+from worker.formats.make import outputs
 from worker.formats.make.output import matches_success, parse_times, quote_output, times_problem
-from worker.formats.make.spec import BUILD_DIRS, MakeTaskSpec, is_build_output
+from worker.formats.make.spec import BUILD_DIRS, OUTPUTS_ENV, MakeTaskSpec, is_build_output
 from worker.formats.make.static_checks import check_solution
 
 
@@ -30,6 +31,7 @@ class _Run:
 
     compile: CompileResult
     result: sandbox.SandboxResult | None = None  # None: the build failed (or compile_only)
+    outputs: Path | None = None  # its $KW_OUTPUTS folder, where the task declares correctness.outputs
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool)
                         reason=f"built with `{spec.build.cmd}` for {ctx.chain.arch}{where}")
     assert run.result is not None
     failed = _judge(ctx, run.result, "candidate", run.compile)
+    if failed is None and spec.correctness.outputs is not None:
+        failed = _judge_outputs(ctx, run)
     if failed is not None:
         return replace(failed, notes=notes)
     if not spec.performance.enabled:
@@ -128,10 +132,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool)
     # The shipped solution first: when its output does not parse either, the harness is at fault.
     baseline = _baseline_times(ctx, fresh=False)
     if isinstance(baseline, Evaluation):
-        # The candidate passed the validator; the task is broken. Keep the candidate's compile, blame the task.
-        crash = baseline.crash or CrashInfo("harness_error", baseline.reason)
-        return ctx.base(verdict=Verdict.RUNTIME_ERROR, compile=run.compile, notes=notes,
-                        crash=replace(crash, kind="harness_error"), reason=baseline.reason)
+        return replace(_task_broke(ctx, run, baseline), notes=notes)
     times = parse_times(run.result.stdout, spec)
     problem = times_problem(times, spec)
     if problem:
@@ -167,6 +168,9 @@ def _evaluate_baseline(ctx: _Context, fresh: bool) -> Evaluation:
             return _blame_task(run, "baseline")
         assert run.result is not None
         failed = _judge(ctx, run.result, "baseline", run.compile)
+        shipped = _shipped_outputs(ctx, run) if failed is None else None
+        if isinstance(shipped, Evaluation):
+            return shipped
         if failed is not None:
             return _blame_task(failed, "baseline")
         return ctx.base(verdict=Verdict.OK, kind="baseline", compile=run.compile,
@@ -260,11 +264,74 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
     if not run:
         return _Run(compiled)
     ctx.progress(f"{spec.name}: run the {role} ({spec.execute.cmd})")
-    with ctx.phase("check" if role == "candidate" else "time_baseline"), ctx.gpu():
-        result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=ctx.run_env(),
+    env = ctx.run_env()
+    folder = None
+    if spec.correctness.outputs is not None:
+        folder = outputs.prepare(ws / ".kw-outputs")
+        env[OUTPUTS_ENV] = str(folder)
+    with ctx.phase("time_baseline" if role == "baseline" else "check"), ctx.gpu():
+        result = sandbox.run(spec.execute.argv, ws, spec.runner.timeout_sec, env_extra=env,
                              limits=HARNESS_LIMITS, name="kw-run",
                              policy=confine.candidate_run(ws / spec.execute.argv[0], ws))
-    return _Run(compiled, result)
+    return _Run(compiled, result, folder)
+
+
+def _judge_outputs(ctx: _Context, run: _Run) -> Evaluation | None:
+    """correctness.outputs: the candidate's outputs against those of the shipped solution, built and run
+    afterwards in a workspace of its own (a process that never ran candidate code), compared here. None when
+    they agree; else INCORRECT naming the file, the index and the values, or the task's problem."""
+    spec, declared = ctx.spec, ctx.spec.correctness.outputs
+    assert declared is not None and run.outputs is not None
+    outside = "(outputs are judged outside the candidate's process, docs/evaluation.md)"
+    try:
+        got = outputs.read(run.outputs, declared.dtype)  # read before anything else runs
+    except outputs.OutputsError as exc:
+        return ctx.base(verdict=Verdict.INCORRECT, compile=run.compile,
+                        reason=f"the run passed the task's validator, but {exc} {outside}")
+    shipped_run = _build_and_run(ctx, "reference", _shipped(spec))
+    if isinstance(shipped_run, Evaluation):
+        return _task_broke(ctx, run, shipped_run)
+    assert shipped_run.result is not None
+    failed = _judge(ctx, shipped_run.result, "reference", shipped_run.compile)
+    if failed is not None:
+        return _task_broke(ctx, run, _blame_task(failed, "reference"))
+    expected = _shipped_outputs(ctx, shipped_run)
+    if isinstance(expected, Evaluation):
+        return _task_broke(ctx, run, expected)
+    mismatch = outputs.compare(got, expected, declared.dtype, spec.tolerance(ctx.precision))
+    if mismatch is None:
+        return None
+    return ctx.base(verdict=Verdict.INCORRECT, compile=run.compile,
+                    reason=f"the run passed the task's validator, but its outputs differ from the shipped "
+                           f"solution's on the same inputs: {mismatch.reason} {outside}")
+
+
+def _shipped_outputs(ctx: _Context, run: _Run) -> dict | Evaluation:
+    """The outputs the shipped solution's run wrote; a task problem when the task declares them and there
+    are none (or they cannot be read). {} when the task declares no outputs."""
+    declared = ctx.spec.correctness.outputs
+    if declared is None or run.outputs is None:
+        return {}
+    try:
+        found = outputs.read(run.outputs, declared.dtype)
+    except outputs.OutputsError as exc:
+        found, problem = {}, str(exc)
+    else:
+        problem = "it wrote no file there"
+    if found:
+        return found
+    return ctx.base(verdict=Verdict.RUNTIME_ERROR, kind="baseline", compile=run.compile,
+                    crash=CrashInfo("harness_error", problem),
+                    reason=f"task.yaml declares correctness.outputs, but the shipped solution's outputs under "
+                           f"${OUTPUTS_ENV} cannot be used (a task problem, not the candidate's): {problem}")
+
+
+def _task_broke(ctx: _Context, run: _Run, failed: Evaluation) -> Evaluation:
+    """The candidate passed; the shipped solution it is compared with did not run as it must: blame the task,
+    keep the candidate's compile."""
+    crash = failed.crash or CrashInfo("harness_error", failed.reason)
+    return ctx.base(verdict=Verdict.RUNTIME_ERROR, compile=run.compile, crash=replace(crash, kind="harness_error"),
+                    reason=failed.reason)
 
 
 # What the make format's source rules allow beyond the object check's tables (see static_checks): naive
@@ -360,6 +427,9 @@ def _baseline_times(ctx: _Context, fresh: bool) -> _Timed | Evaluation:
     failed = _judge(ctx, run.result, "baseline", run.compile)
     if failed is not None:
         return _blame_task(failed, "baseline")
+    shipped = _shipped_outputs(ctx, run)
+    if isinstance(shipped, Evaluation):
+        return shipped
     times = parse_times(run.result.stdout, spec)
     problem = times_problem(times, spec)
     if problem:

@@ -15,12 +15,14 @@ from worker.formats.make.output import parse_time
 from worker.formats.make.spec import (
     DEFAULT_TIMEOUT_S,
     DEFAULT_TOLERANCE,
+    OUTPUT_DTYPES,
     AntiCheat,
     Build,
     Correctness,
     Execute,
     Hardware,
     MakeTaskSpec,
+    Outputs,
     Performance,
     Runner,
     Source,
@@ -371,7 +373,7 @@ def _execute_section(doc: _Doc, raw: Any) -> Execute:
 
 
 def _correctness(doc: _Doc, raw: Any) -> Correctness:
-    data = doc.table(raw, "correctness", ("mode", "tolerances"), ("mode",))
+    data = doc.table(raw, "correctness", ("mode", "tolerances", "outputs"), ("mode",))
     mode = data["mode"]
     if mode not in CORRECTNESS_MODES:
         raise doc.fail("correctness.mode", f"{mode!r} must be one of {', '.join(CORRECTNESS_MODES)}")
@@ -385,7 +387,14 @@ def _correctness(doc: _Doc, raw: Any) -> Correctness:
                 raise doc.fail(f"correctness.tolerances.{key}", f"must be a number >= 0, got {value:g}")
             values.append(value)
         tol = Tolerance(values[0], values[1], "task.yaml")
-    return Correctness(mode, tol)
+    outputs = None
+    if data.get("outputs") is not None:
+        o = doc.table(data["outputs"], "correctness.outputs", ("dtype",))
+        dtype = doc.string(o, "dtype", "correctness.outputs", default="float32")
+        if dtype not in OUTPUT_DTYPES:
+            raise doc.fail("correctness.outputs.dtype", f"{dtype!r} must be one of {', '.join(OUTPUT_DTYPES)}")
+        outputs = Outputs(dtype)
+    return Correctness(mode, tol, outputs)
 
 
 def _performance(doc: _Doc, raw: Any) -> Performance:

@@ -33,6 +33,9 @@ Decisions (each also said where it is enforced):
   make), check (the candidate's one run: validation and timing together), time_baseline (the shipped
   solution's run), lock_wait, total. Evaluation.seeds and iters are 1: the harness owns its repetitions.
 - No Nsight Compute profile (options.profile is not used): the harness's kernels are not ours to name.
+- correctness.outputs (optional): the program's own validator runs in the candidate's process and can be
+  forged; a task that declares outputs has them compared in the worker with the shipped solution's run
+  (outputs.py, enforced in evaluation._judge_outputs).
 """
 
 from __future__ import annotations
@@ -90,10 +93,24 @@ class Execute:
     success: Success = field(default_factory=Success)
 
 
+OUTPUT_DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
+OUTPUTS_ENV = "KW_OUTPUTS"  # the folder a program that declares correctness.outputs writes its outputs into
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """correctness.outputs: the program writes each case's outputs as raw little-endian arrays of `dtype`,
+    one file per output, into the folder named by $KW_OUTPUTS; the runner compares them with the shipped
+    solution's outside both processes (evaluation.md, "task.yaml: outputs judged outside the program")."""
+
+    dtype: str = "float32"
+
+
 @dataclass(frozen=True)
 class Correctness:
     mode: str = "stdout_or_exit"
     tolerances: Tolerance = field(default_factory=lambda: Tolerance(*DEFAULT_TOLERANCE, "default"))
+    outputs: Outputs | None = None  # None: the program's own validator is the only check
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,10 @@ lint: install-dev
 test: install-dev static/dist/.built .cuda-libs/.ready
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -m "not gpu"
+	@# The engine's tests (tests/worker) are CPU-bound nvcc and g++ builds sharing one build cache: one pytest
+	@# worker per core (pytest-xdist). The rest start servers, browsers and flush Redis: one test at a time.
+	$(BIN)/python -m pytest -m "not gpu" -n auto --maxprocesses 4 tests/worker
+	$(BIN)/python -m pytest -m "not gpu" --ignore=tests/worker
 	@if $(BIN)/python -m testing.reachable "$(POSTGRES_TEST_URL)"; then \
 	  echo "== again on PostgreSQL ($(POSTGRES_TEST_URL)) =="; \
 	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser and not slow" tests/web; \

@@ -80,9 +80,16 @@ def scale_spec() -> TaskSpec:
 @pytest.fixture(scope="session")
 def shared_build_cache(tmp_path_factory) -> Path:
     """One build cache per test session: each object compiles once. KW_TEST_BUILD_CACHE keeps it
-    across sessions (the keys cover every input, so reuse is safe)."""
+    across sessions (the keys cover every input, so reuse is safe). Under pytest-xdist the workers of one
+    session share it (its entries are written atomically: docs/evaluation.md, "Build and caching")."""
     kept = os.environ.get("KW_TEST_BUILD_CACHE")
-    return Path(kept) if kept else tmp_path_factory.mktemp("build-cache")
+    if kept:
+        return Path(kept)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the session's temporary root, above each worker's own
+        shared = tmp_path_factory.getbasetemp().parent / "build-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
+    return tmp_path_factory.mktemp("build-cache")
 
 
 @pytest.fixture

@@ -26,9 +26,9 @@ def listed_tools():
     assert cuobjdump and nvdisasm, "cuobjdump/nvdisasm missing: `make .cuda-libs/.ready` fetches them"
 
 
-def test_a_candidate_build_keeps_its_ptx_and_readable_sass(listed_tools, chain, tmp_path):
+def test_a_candidate_build_keeps_its_ptx_and_readable_sass(listed_tools, chain, shared_build_cache, tmp_path):
     built = build(VECTOR_ADD, "fp32", chain, CANDIDATE, None, work_dir=tmp_path / "w", harness_dir=HARNESS_DIR,
-                  cache_dir=tmp_path / "cache")
+                  cache_dir=shared_build_cache)
     assert built.ok, built.failure and built.failure.log
     cand = built.candidate
     assert ".visible .entry" in cand.ptx and "add_twice_kernel" in cand.ptx and ".target sm_" in cand.ptx
@@ -126,9 +126,10 @@ def test_a_build_without_lineinfo_lists_sass_without_source_lines(listed_tools, 
     assert "EXIT" in listing.sass and not assembly.sass_line_map(listing.sass).mapped
 
 
-def test_the_candidate_build_keeps_line_markers_for_the_candidate_file(listed_tools, chain, tmp_path):
+def test_the_candidate_build_keeps_line_markers_for_the_candidate_file(listed_tools, chain, shared_build_cache,
+                                                                       tmp_path):
     built = build(VECTOR_ADD, "fp32", chain, CANDIDATE, None, work_dir=tmp_path / "w", harness_dir=HARNESS_DIR,
-                  cache_dir=tmp_path / "cache")
+                  cache_dir=shared_build_cache)
     mapped = assembly.sass_line_map(built.candidate.sass)
     store = next(n for n, line in enumerate(CANDIDATE.splitlines(), start=1) if "C[i] = A[i] + B[i]" in line)
     assert any(n == store and "STG" in t for t, n in zip(mapped.lines, mapped.source, strict=True)), \

@@ -2,6 +2,8 @@
 process and can be forged; the outputs it writes under $KW_OUTPUTS are compared in the worker with those of the
 shipped solution's own run, so a forged success line, a missing, extra or linked file is not `ok`."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,8 @@ from worker.engine.results import Verdict
 from worker.engine.taskspec import SpecError, Tolerance
 from worker.formats.cuda.evaluation import EvalOptions
 from worker.formats.make import outputs
-from worker.formats.make.evaluation import validate_make
+from worker.formats.make.evaluation import evaluate_make, validate_make
+from worker.formats.make.schema import load_make_spec
 
 # After the harness has printed "Failed" and returned 1, an atexit handler prints times and a success line
 # assembled at run time (literals would be refused by the source rule) and ends the process with status 0.
@@ -142,3 +145,30 @@ def test_links_hard_links_and_odd_names_in_a_candidates_folder_are_refused(tmp_p
     ragged = _folder(tmp_path, "ragged", {"a.bin": b"\0" * 6})
     with pytest.raises(outputs.OutputsError, match="not a whole number of float32 elements"):
         outputs.read(ragged, "float32")
+
+
+# ---------------------------------------------------------------- the shipped CUDA example
+
+REPO = Path(__file__).parents[4]
+CUDA_TASK = REPO / "tasks" / "cudahercules-examples" / "vector_add_make" / "task.yaml"
+FORGED_CU = REPO / "tests/worker/fixtures/taskyaml/candidates/vector_add_make_forged_success_at_exit.cu"
+
+
+def test_a_cuda_solution_that_forges_its_success_at_exit_passes_every_rule_before_it_runs(no_gpu_chain, options):
+    # What stops it is the comparison of outputs after the run (next test, on a GPU): nothing before it.
+    spec = load_make_spec(CUDA_TASK)
+    assert spec.correctness.outputs is not None
+    ev = evaluate_make(spec, "fp32", FORGED_CU.read_text(encoding="utf-8"), None, options, compile_only=True,
+                       chain=no_gpu_chain)
+    assert ev.verdict == Verdict.OK and ev.kind == "compile_only", ev.reason
+
+
+@pytest.mark.gpu
+def test_gpu_a_cuda_solution_that_forges_its_success_at_exit_is_incorrect(tmp_path):
+    import worker.engine.toolchain as tc
+
+    options = EvalOptions(timing_cache=str(tmp_path / "timings"), lock_dir=str(tmp_path / "locks"))
+    ev = evaluate_make(load_make_spec(CUDA_TASK), "fp32", FORGED_CU.read_text(encoding="utf-8"), None, options,
+                       chain=tc.detect())
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "it wrote no n1048576.bin under $KW_OUTPUTS" in ev.reason

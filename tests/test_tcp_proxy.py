@@ -1,0 +1,61 @@
+"""The fault tests' TCP proxy (tests/support/tcp_proxy.py): a cut must end the connection for the client,
+even while the proxy's own pump thread is blocked reading from it (close() alone would not wake that thread,
+and the client would wait for a reply for ever: the database-outage test once hung that way in CI)."""
+
+import socket
+import time
+
+import pytest
+
+from tests.support.tcp_proxy import OutageProxy
+
+
+@pytest.fixture
+def upstream():
+    server = socket.create_server(("127.0.0.1", 0))
+    yield server
+    server.close()
+
+
+def test_a_cut_ends_an_idle_connection_for_the_client(upstream):
+    proxy = OutageProxy(upstream.getsockname())
+    try:
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        accepted, _ = upstream.accept()  # the proxy's upstream leg is up: both pumps are waiting in recv()
+        client.sendall(b"ping")
+        assert accepted.recv(4) == b"ping"
+        time.sleep(0.3)  # both pump threads back in recv(), where close() alone leaves them
+        proxy.outage(0.5)
+        client.settimeout(3)
+        try:
+            got = client.recv(16)
+        except ConnectionResetError:
+            got = b""
+        assert got == b"", "the client still had a live connection after the cut"
+        assert proxy.cuts >= 2
+        accepted.close()
+        client.close()
+    finally:
+        proxy.close()
+
+
+def test_new_connections_are_refused_during_an_outage_and_pass_after_it(upstream):
+    proxy = OutageProxy(upstream.getsockname())
+    try:
+        proxy.outage(60)
+        refused = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        refused.settimeout(3)
+        try:
+            assert refused.recv(1) == b""
+        except ConnectionResetError:
+            pass
+        refused.close()
+        proxy.outage(0)
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        accepted, _ = upstream.accept()
+        accepted.sendall(b"pong")
+        assert client.recv(4) == b"pong"
+        accepted.close()
+        client.close()
+    finally:
+        proxy.close()

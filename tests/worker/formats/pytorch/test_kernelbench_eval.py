@@ -334,7 +334,8 @@ def test_gpu_an_inline_cuda_relu_matches_eager_speed(gpu_options, gpu_chain, pre
     # One memory-bound pass either way (a scalar kernel: bf16 loads 2 bytes a thread where eager vectorizes).
     assert 0.3 < size.speedup < 3.0, size
     assert not any("outside the current stream" in f for f in ev.flags), ev.flags
-    assert size.reference is not None and ev.expert_speedup is not None  # torch.compile(Model) timed beside it
+    # torch.compile(Model) timed beside it; where it could not be, the note says why (an open GPU failure)
+    assert size.reference is not None and ev.expert_speedup is not None, ev.notes
 
 
 @pytest.mark.gpu

@@ -238,6 +238,14 @@ def test_the_baseline_alone_is_timed_and_cached(scale_add, options, stand_in_cha
     assert second.baseline_cached and second.sizes[0].baseline == first.sizes[0].baseline
 
 
+def test_the_torch_compile_reference_is_timed_inside_the_sandbox(scale_add, options, stand_in_chain):
+    # inductor's C++ path (the CPU stand-in): its compiler and caches are reachable under the KernelBench policy.
+    ev = evaluate_pytorch_baseline(scale_add, "fp32", dataclasses.replace(options, torch_compile=True),
+                                   chain=stand_in_chain)
+    assert ev.verdict == Verdict.OK, ev.reason
+    assert ev.sizes[0].reference is not None and ev.sizes[0].reference.samples == 30, ev.notes
+
+
 def test_validate_accepts_a_deterministic_finite_reference_that_agrees_with_float64(scale_add, options, stand_in_chain):
     ev = validate_pytorch(scale_add, "fp32", options, chain=stand_in_chain)
     assert ev.verdict == Verdict.OK and ev.kind == "validate", ev.reason

@@ -136,6 +136,10 @@ class TorchContext(EvalContext):
             root = extension_cache_root(self.options).parent
             env["TORCHINDUCTOR_CACHE_DIR"] = str(root / "torchinductor")
             env["TRITON_CACHE_DIR"] = str(root / "triton")
+            # inductor compiles in a pool of subprocesses by default; the sandbox grants /proc/<pid> (which the
+            # CUDA driver needs) to the child it starts, not to processes that child forks later. One thread:
+            # every compile in the confined child itself (unverified on a GPU: docs/gpu-validation.md).
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         return env
 
     def confinement(self, mode: str, env: dict[str, str], folder: Path, *, hide_gpu: bool,

@@ -156,9 +156,10 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # A network drop without a reset leaves a connection half-open: a worker waiting on it would wait for
     # ever. TCP keepalives end it after about a minute of silence (then db_retry reconnects); a connect
     # gives up after 10 s. Options in DATABASE_URL's query string (?keepalives_idle=…) take precedence.
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
     for option, value in (("connect_timeout", 10), ("keepalives", 1), ("keepalives_idle", 30),
                           ("keepalives_interval", 10), ("keepalives_count", 3)):
-        DATABASES["default"].setdefault("OPTIONS", {}).setdefault(option, value)
+        _options.setdefault(option, value)
 DATABASES["default"].setdefault("CONN_MAX_AGE", env_int("DB_CONN_MAX_AGE", 0, minimum=0))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 # The web server (ASGI) on PostgreSQL should use a connection pool: a new connection per query queued

@@ -163,16 +163,10 @@ def _evaluate_baseline(ctx: _Context, fresh: bool) -> Evaluation:
     if problem:
         return ctx.base(verdict=Verdict.NO_GPU, kind="baseline", reason=problem)
     if not spec.performance.enabled:
-        run = _build_and_run(ctx, "baseline", _shipped(spec))
-        if isinstance(run, Evaluation):
-            return _blame_task(run, "baseline")
-        assert run.result is not None
-        failed = _judge(ctx, run.result, "baseline", run.compile)
-        shipped = _shipped_outputs(ctx, run) if failed is None else None
+        shipped = _run_shipped(ctx, "baseline")
         if isinstance(shipped, Evaluation):
             return shipped
-        if failed is not None:
-            return _blame_task(failed, "baseline")
+        run, _ = shipped
         return ctx.base(verdict=Verdict.OK, kind="baseline", compile=run.compile,
                         reason="the shipped solution passes its validator (this task measures no performance)")
     timed = _baseline_times(ctx, fresh)
@@ -288,22 +282,30 @@ def _judge_outputs(ctx: _Context, run: _Run) -> Evaluation | None:
     except outputs.OutputsError as exc:
         return ctx.base(verdict=Verdict.INCORRECT, compile=run.compile,
                         reason=f"the run passed the task's validator, but {exc} {outside}")
-    shipped_run = _build_and_run(ctx, "reference", _shipped(spec))
-    if isinstance(shipped_run, Evaluation):
-        return _task_broke(ctx, run, shipped_run)
-    assert shipped_run.result is not None
-    failed = _judge(ctx, shipped_run.result, "reference", shipped_run.compile)
-    if failed is not None:
-        return _task_broke(ctx, run, _blame_task(failed, "reference"))
-    expected = _shipped_outputs(ctx, shipped_run)
-    if isinstance(expected, Evaluation):
-        return _task_broke(ctx, run, expected)
+    shipped = _run_shipped(ctx, "reference")
+    if isinstance(shipped, Evaluation):
+        return _task_broke(ctx, run, shipped)
+    _, expected = shipped
     mismatch = outputs.compare(got, expected, declared.dtype, spec.tolerance(ctx.precision))
     if mismatch is None:
         return None
     return ctx.base(verdict=Verdict.INCORRECT, compile=run.compile,
                     reason=f"the run passed the task's validator, but its outputs differ from the shipped "
                            f"solution's on the same inputs: {mismatch.reason} {outside}")
+
+
+def _run_shipped(ctx: _Context, role: str) -> tuple[_Run, dict] | Evaluation:
+    """The shipped solution built and run in a workspace of its own: (its run, the outputs it wrote, {} where the
+    task declares none) when it passes its validator; else the task's problem, as an Evaluation."""
+    run = _build_and_run(ctx, role, _shipped(ctx.spec))
+    if isinstance(run, Evaluation):
+        return _blame_task(run, role)
+    assert run.result is not None
+    failed = _judge(ctx, run.result, role, run.compile)
+    if failed is not None:
+        return _blame_task(failed, role)
+    found = _shipped_outputs(ctx, run)
+    return found if isinstance(found, Evaluation) else (run, found)
 
 
 def _shipped_outputs(ctx: _Context, run: _Run) -> dict | Evaluation:
@@ -313,11 +315,9 @@ def _shipped_outputs(ctx: _Context, run: _Run) -> dict | Evaluation:
     if declared is None or run.outputs is None:
         return {}
     try:
-        found = outputs.read(run.outputs, declared.dtype)
+        found, problem = outputs.read(run.outputs, declared.dtype), "it wrote no file there"
     except outputs.OutputsError as exc:
         found, problem = {}, str(exc)
-    else:
-        problem = "it wrote no file there"
     if found:
         return found
     return ctx.base(verdict=Verdict.RUNTIME_ERROR, kind="baseline", compile=run.compile,
@@ -420,16 +420,11 @@ def _baseline_times(ctx: _Context, fresh: bool) -> _Timed | Evaluation:
     if cases is not None:
         ctx.progress(f"{spec.name}: the shipped solution's times from the cache")
         return _Timed(cases, cached=True)
-    run = _build_and_run(ctx, "baseline", _shipped(spec))
-    if isinstance(run, Evaluation):
-        return _blame_task(run, "baseline")
-    assert run.result is not None
-    failed = _judge(ctx, run.result, "baseline", run.compile)
-    if failed is not None:
-        return _blame_task(failed, "baseline")
-    shipped = _shipped_outputs(ctx, run)
+    shipped = _run_shipped(ctx, "baseline")
     if isinstance(shipped, Evaluation):
         return shipped
+    run, _ = shipped
+    assert run.result is not None
     times = parse_times(run.result.stdout, spec)
     problem = times_problem(times, spec)
     if problem:

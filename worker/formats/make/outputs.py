@@ -62,13 +62,12 @@ def read(folder: Path, dtype: str) -> dict[str, np.ndarray]:
         names = sorted(os.listdir(dir_fd))
         if len(names) > MAX_FILES:
             raise OutputsError(f"it wrote {len(names)} files under $KW_OUTPUTS (at most {MAX_FILES})")
-        arrays, total = {}, 0
+        arrays, total, width = {}, 0, np.dtype(_ITEM[dtype]).itemsize
         for name in names:
             if not _NAME.match(name):
                 raise OutputsError(f"it wrote a file named {name[:60]!r} under $KW_OUTPUTS (plain names only)")
             data = _read_file(dir_fd, name, MAX_BYTES - total)
             total += len(data)
-            width = np.dtype(_ITEM[dtype]).itemsize
             if len(data) % width:
                 raise OutputsError(f"{name} holds {len(data)} bytes, not a whole number of {dtype} elements")
             arrays[name] = np.frombuffer(data, dtype=_ITEM[dtype])

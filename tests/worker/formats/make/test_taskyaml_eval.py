@@ -133,11 +133,6 @@ def task(tmp_path) -> MakeTaskSpec:
     return make_task(tmp_path / "tasks")
 
 
-@pytest.fixture
-def options(tmp_path) -> EvalOptions:
-    return EvalOptions(timing_cache=str(tmp_path / "timings"), lock_dir=str(tmp_path / "locks"))
-
-
 def run(spec, source, chain, options, **kwargs) -> Evaluation:
     return evaluate_make(spec, "fp32", source, kwargs.pop("flags", None), options, chain=chain, **kwargs)
 

@@ -36,11 +36,6 @@ def judged(tmp_path):
         "mode": "stdout_or_exit", "tolerances": {"atol": 1.0e-6, "rtol": 1.0e-6}, "outputs": {"dtype": "float32"}}))
 
 
-@pytest.fixture
-def options(tmp_path) -> EvalOptions:
-    return EvalOptions(timing_cache=str(tmp_path / "timings"), lock_dir=str(tmp_path / "locks"))
-
-
 def test_a_correct_candidate_whose_outputs_match_the_shipped_solutions_is_ok(judged, cpu_chain, options):
     ev = run(judged, solution(costs="1.0"), cpu_chain, options)
     assert ev.verdict == Verdict.OK, ev.reason

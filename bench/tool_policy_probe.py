@@ -1,12 +1,15 @@
 """Which part of the tool policy keeps a profiler's target from running (docs/gpu-validation.md, "Not yet run").
 
-    python bench/tool_policy_probe.py [--tool ncu|compute-sanitizer] [--audit]
+    python bench/tool_policy_probe.py [--tool ncu|compute-sanitizer] [--audit] [--bisect]
 
 Compiles a one-kernel CUDA program, then runs the tool on it under variants of `confine.tool_policy`: unconfined,
 the policy itself, the policy with the network allowed, and with every file readable, writable and executable.
 For each it prints the exit status, whether the tool saw the kernel, and the tool's own error lines. With
 --audit (root, a kernel with audit), the kernel log's Landlock denial records (Landlock ABI 7 logs what it refuses)
-written while the policy variant ran are printed: the paths the policy must still grant. Needs a GPU.
+written while the policy variant ran are printed: the paths the policy must still grant. Where the kernel keeps
+no such records, --bisect finds them by trial: which kind of access (read, write, execute, devices) granted on
+all of / lets the tool work, then which folder, halving the candidates and descending into the one found.
+Needs a GPU.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tool", default="ncu", choices=("ncu", "compute-sanitizer"))
     ap.add_argument("--audit", action="store_true", help="print the kernel's Landlock denial records (root)")
+    ap.add_argument("--bisect", action="store_true", help="find by trial the paths the tool policy lacks")
     args = ap.parse_args()
     tool, nvcc = shutil.which(args.tool), shutil.which("nvcc")
     if not tool or not nvcc:
@@ -62,9 +66,12 @@ def main() -> int:
         work = Path(tempfile.mkdtemp(dir=root))
         res = sandbox.run(argv, work, 180, name="probe", limits=HARNESS_LIMITS, policy=policy)
         lines = (res.stdout + res.stderr).splitlines()
-        errors = [ln.strip() for ln in lines if re.search(r"==ERROR==|rror|denied|not permitted", ln)][-3:]
+        errors = [ln.strip() for ln in lines if re.search(r"(?i)error|denied|not permitted", ln)][-3:]
+        errors = errors or [ln.strip() for ln in lines if ln.strip()][-3:]  # ncu may fail with no error line
         print(f"| {name} | {res.returncode} | {any('probe_kernel' in ln for ln in lines)} | "
               f"{' / '.join(errors)[:300] or '-'} |")
+    if args.bisect:
+        _bisect(argv, root, base)
     if args.audit:
         before = _kernel_log()
         sandbox.run(argv, Path(tempfile.mkdtemp(dir=root)), 180, name="audit", limits=HARNESS_LIMITS, policy=base)
@@ -72,6 +79,48 @@ def main() -> int:
         print(f"\nLandlock denial records while the tool policy ran: {len(denied)}")
         print("\n".join(denied[-60:]))
     return 0
+
+
+def _bisect(argv: list[str], root: Path, base: confine.Policy) -> None:
+    runs = 0
+
+    def works(**grant: tuple[str, ...]) -> bool:
+        nonlocal runs
+        runs += 1
+        policy = dataclasses.replace(base, **{k: (*getattr(base, k), *v) for k, v in grant.items()})
+        res = sandbox.run(argv, Path(tempfile.mkdtemp(dir=root)), 180, name="bisect", limits=HARNESS_LIMITS,
+                          policy=policy)
+        return "probe_kernel" in res.stdout + res.stderr
+
+    def children(folder: str) -> list[str]:
+        try:
+            return sorted(str(p) for p in Path(folder).iterdir() if not p.is_symlink())
+        except OSError:
+            return []
+
+    def smallest(kind: str, paths: list[str]) -> list[str]:
+        """A small subset of `paths` that, granted, lets the tool work (halving while one half suffices)."""
+        while len(paths) > 1:
+            half = len(paths) // 2
+            if works(**{kind: tuple(paths[:half])}):
+                paths = paths[:half]
+            elif works(**{kind: tuple(paths[half:])}):
+                paths = paths[half:]
+            else:
+                break  # both halves needed: report them all
+        return paths
+
+    print("\n| access granted on every path | tool works |\n|---|---|")
+    for kind, top in (("write", "/"), ("read", "/"), ("execute", "/"), ("devices", "/dev")):
+        ok = works(**{kind: (top,)})
+        print(f"| {kind} {top} | {ok} |")
+        if not ok:
+            continue
+        found = [top]
+        while len(found) == 1 and (inner := children(found[0])) and works(**{kind: tuple(inner)}):
+            found = smallest(kind, inner)
+        print(f"\n{kind} access the tool policy lacks: {', '.join(found)}")
+    print(f"\n{runs} runs of the tool")
 
 
 def _kernel_log() -> list[str]:

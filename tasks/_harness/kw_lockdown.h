@@ -6,8 +6,10 @@
 // first candidate call the harness applies this stage on top (Landlock and seccomp stack; neither can be undone):
 //
 //   - Landlock: every filesystem right handled, and the run folder (where the harness rewrites its result JSON)
-//     the only place where files may be opened, created, renamed or removed. No /proc, no system file, no new
-//     device file. Descriptors opened before (the driver's) keep working. Landlock (up to ABI 7) restricts the
+//     the only place where files may be opened, created, renamed or removed, besides the GPU's own device files
+//     (/dev/nvidia*: read, write, ioctl), which the driver opens anew for later allocations (on an H200, every
+//     cudaMalloc after the lockdown failed with cudaErrorDevicesUnavailable without them). No /proc, no system
+//     file, no other device file. Descriptors opened before (the driver's) keep working. Landlock (up to ABI 7) restricts the
 //     calling thread, the one that calls the candidate; threads the CUDA driver started at initialisation (where
 //     a host callback would run) keep the first stage.
 //   - seccomp: socket, socketpair and connect answer EPERM (the driver's socket exists already; a candidate could
@@ -28,7 +30,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string>
 
 namespace kw {
@@ -59,6 +63,29 @@ constexpr uint64_t kExecute = 1ull << 0, kWriteFile = 1ull << 1, kReadFile = 1ul
                    kRemoveDir = 1ull << 4, kRemoveFile = 1ull << 5, kMakeReg = 1ull << 8, kRefer = 1ull << 13,
                    kTruncate = 1ull << 14, kIoctlDev = 1ull << 15;
 
+// Read, write and ioctl on every /dev/nvidia* entry (a folder such as nvidia-caps: what lies beneath it). "" or
+// why a rule could not be added. None exist on a machine without the NVIDIA driver (the CPU stand-in's).
+inline std::string grant_gpu_devices(int ruleset, uint64_t handled) {
+  DIR* dev = opendir("/dev");
+  if (!dev) return "";
+  std::string problem;
+  while (const dirent* e = readdir(dev)) {
+    if (std::strncmp(e->d_name, "nvidia", 6) != 0) continue;
+    const std::string path = std::string("/dev/") + e->d_name;
+    const int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    const bool folder = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    PathBeneath rule{(kReadFile | kWriteFile | kIoctlDev | (folder ? kReadDir : 0)) & handled, fd};
+    const bool added = syscall(kAddRule, ruleset, kRulePathBeneath, &rule, 0) == 0;
+    const int err = errno;
+    if (!added && problem.empty()) problem = "landlock_add_rule " + path + ": " + std::strerror(err);
+    close(fd);
+  }
+  closedir(dev);
+  return problem;
+}
+
 // "" when in force, else why not. `folder`: where files may still be opened (the run folder).
 inline std::string apply(const std::string& folder) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return std::string("no_new_privs: ") + std::strerror(errno);
@@ -85,6 +112,11 @@ inline std::string apply(const std::string& folder) {
   if (!added) {
     close(ruleset);
     return std::string("landlock_add_rule: ") + std::strerror(err);
+  }
+  const std::string devices = grant_gpu_devices(ruleset, handled);
+  if (!devices.empty()) {
+    close(ruleset);
+    return devices;
   }
   const bool restricted = syscall(kRestrictSelf, ruleset, 0) == 0;
   const int rerr = errno;

@@ -1433,6 +1433,10 @@ class Driver {
     report_.device = DeviceInfo{prop.name, std::to_string(major) + "." + std::to_string(minor), sms, l2,
                                 (long long)prop.totalGlobalMem};
     report_.l2_flush_bytes = opt_.l2_flush_bytes >= 0 ? opt_.l2_flush_bytes : 2LL * l2;
+    // The primary context now, not at the first allocation: creating it talks to the driver over a socket and
+    // opens files, which the lockdown after this refuses (on an H200 every first cudaMalloc after it failed
+    // with cudaErrorDevicesUnavailable).
+    cuda_check(cudaFree(nullptr), "create the CUDA context");
   }
 
   void prepare_timing() {

@@ -279,18 +279,33 @@ def _ncu_lock() -> tuple[str, ...]:
     return (NCU_LOCK,)
 
 
+# Where the toolkit's ncu wrapper looks for Nsight Compute besides <toolkit>/nsight-compute-* (inside the toolkit
+# folder the policy grants anyway): a system-wide install. On the H200 hosts of 2026-11-27 it was only there, and the
+# wrapper stopped with "Nsight Compute is not installed" while the policy hid it.
+NSIGHT_COMPUTE_HOMES = ("/opt/nvidia/nsight-compute",)
+
+
+def _tool_homes(tool: str | os.PathLike) -> tuple[str, ...]:
+    """The folders outside the toolkit holding the programs a tool's wrapper runs: Nsight Compute's for ncu."""
+    if os.path.basename(str(tool)) != "ncu":
+        return ()
+    return tuple(os.path.realpath(p) for p in NSIGHT_COMPUTE_HOMES if os.path.isdir(p))
+
+
 def tool_policy(policy: Policy, tool: str | os.PathLike) -> Policy:
     """`policy` for a run under a GPU tool (compute-sanitizer, ncu): the tool starts the target and talks
     to it over local sockets, so processes, AF_UNIX sockets, /proc (the tool reads its target's) and the
     tool's folder are added. The toolkit starts its tools through shell wrappers (/bin/sh must execute), and
     the target the tool forks is not the process whose /proc/self the trampoline opened, so the CUDA driver's
     writes beneath its own /proc/<pid> need /proc writable (other processes' private files stay behind
-    Landlock's ptrace scoping). ncu also needs its lock file (NCU_LOCK). Files and the network stay confined."""
+    Landlock's ptrace scoping). ncu also needs its lock file (NCU_LOCK) and Nsight Compute's own folder, which
+    its wrapper may find outside the toolkit (NSIGHT_COMPUTE_HOMES). Files and the network stay confined."""
     root = os.path.dirname(os.path.dirname(os.path.realpath(str(tool))))
     lock = _ncu_lock() if os.path.basename(str(tool)) == "ncu" else ()
+    homes = _tool_homes(tool)
     return Policy(**{**policy.to_dict(), "name": policy.name + "+tool", "processes": True, "unix_sockets": True,
                      "profiler": True, "read": (*policy.read, "/proc"),
-                     "execute": (*policy.execute, root, *_SHELLS),
+                     "execute": (*policy.execute, root, *homes, *_SHELLS),
                      "write": (*policy.write, "/proc", *lock), "devices": (*policy.devices, "/dev/shm")})
 
 

@@ -347,6 +347,31 @@ def test_ncu_may_take_its_lock_file_and_nothing_else_in_tmp(tmp_path):
     assert confine.NCU_LOCK not in confine.tool_policy(confine.run_policy("/bin/sh", scratch), kit / "other").write
 
 
+def test_ncus_wrapper_may_run_nsight_compute_installed_outside_the_toolkit(tmp_path, monkeypatch):
+    """The toolkit's bin/ncu is a script that runs Nsight Compute from <toolkit>/nsight-compute-* or from
+    /opt/nvidia/nsight-compute (on an H200, 2026-11-27: "Nsight Compute is not installed" under the tool policy,
+    which let only the toolkit execute). A stand-in: bin/ncu runs the real program from a system-wide folder."""
+    kit = tmp_path / "kit"
+    home = tmp_path / "opt" / "nvidia" / "nsight-compute"
+    (home / "target").mkdir(parents=True)
+    inner = home / "target" / "ncu"
+    inner.write_text('#!/bin/sh\necho nsight-compute ran\n"$@"\n')
+    inner.chmod(0o755)
+    (kit / "bin").mkdir(parents=True)
+    tool = kit / "bin" / "ncu"
+    tool.write_text(f'#!/bin/sh\nexec {inner} "$@"\n')
+    tool.chmod(0o755)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    run = confine.run_policy("/bin/true", scratch)
+    monkeypatch.setattr(confine, "NSIGHT_COMPUTE_HOMES", ())  # hidden until named: the wrapper cannot start it
+    hidden = sandbox.run([str(tool), "/bin/true"], scratch, 30, policy=confine.tool_policy(run, tool))
+    assert "nsight-compute ran" not in hidden.stdout, hidden.output
+    monkeypatch.setattr(confine, "NSIGHT_COMPUTE_HOMES", (str(home),))
+    res = sandbox.run([str(tool), "/bin/true"], scratch, 30, policy=confine.tool_policy(run, tool))
+    assert res.ok and "nsight-compute ran" in res.stdout, res.output
+
+
 def test_a_target_started_by_a_wrapper_tool_runs_and_may_write_its_own_proc(tmp_path):
     """The GPU tools are started through wrapper scripts and fork their target, so the target is neither the
     trampoline's process nor the tool's program (on an H200, 2026-11-27, compute-sanitizer could not be executed

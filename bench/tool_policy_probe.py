@@ -1,9 +1,11 @@
 """Which part of the tool policy keeps a profiler's target from running (docs/gpu-validation.md, "Not yet run").
 
-    python bench/tool_policy_probe.py [--tool ncu|compute-sanitizer] [--audit] [--bisect]
+    python bench/tool_policy_probe.py [--tool ncu|compute-sanitizer] [--sections filtered|full] [--tail N]
+                                      [--audit] [--bisect]
 
 Compiles a one-kernel CUDA program, then runs the tool on it under variants of `confine.tool_policy`: unconfined,
-the policy itself, the policy with the network allowed, and with every file readable, writable and executable.
+the policy itself, the policy with the network allowed, and with every file readable, writable and executable
+(with --sections, ncu runs with the worker's own profile options instead of one metric).
 For each it prints the exit status, whether the tool saw the kernel, and the tool's own error lines. With
 --audit (root, a kernel with audit), the kernel log's Landlock denial records (Landlock ABI 7 logs what it refuses)
 written while the policy variant ran are printed: the paths the policy must still grant. Where the kernel keeps
@@ -25,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from worker.engine import confine, sandbox  # noqa: E402
+from worker.engine import confine, ncu, sandbox  # noqa: E402
 from worker.engine.harness import HARNESS_LIMITS  # noqa: E402
 
 PROGRAM = r"""
@@ -47,6 +49,8 @@ def main() -> int:
     ap.add_argument("--tool", default="ncu", choices=("ncu", "compute-sanitizer"))
     ap.add_argument("--audit", action="store_true", help="print the kernel's Landlock denial records (root)")
     ap.add_argument("--bisect", action="store_true", help="find by trial the paths the tool policy lacks")
+    ap.add_argument("--sections", choices=("filtered", "full"), help="ncu with the worker's sections of this mode")
+    ap.add_argument("--tail", type=int, default=0, help="print the last N lines of each variant's output")
     args = ap.parse_args()
     tool, nvcc = shutil.which(args.tool), shutil.which("nvcc")
     if not tool or not nvcc:
@@ -56,7 +60,12 @@ def main() -> int:
     (root / "probe.cu").write_text(PROGRAM)
     subprocess.run([nvcc, "-o", str(root / "probe"), str(root / "probe.cu")], check=True)
     program = str(root / "probe")
-    argv = [tool, "--metrics", "gpu__time_duration.sum", program] if args.tool == "ncu" else [tool, program]
+    if args.tool != "ncu":
+        argv = [tool, program]
+    elif args.sections:  # the worker's profile command line: its sections, kernel filter and CSV page
+        argv = [*ncu.ncu_argv(tool, args.sections, "probe_kernel", True), program]
+    else:
+        argv = [tool, "--metrics", "gpu__time_duration.sum", program]
     base = confine.candidate_run(program, root, tool=tool)
     everything = dataclasses.replace(base, read=("/",), write=("/",), execute=("/",), devices=("/dev",))
     variants = [("unconfined", None), ("tool policy", base), ("+ network", dataclasses.replace(base, network=True)),
@@ -68,10 +77,12 @@ def main() -> int:
         lines = (res.stdout + res.stderr).splitlines()
         errors = [ln.strip() for ln in lines if re.search(r"(?i)error|denied|not permitted", ln)][-3:]
         errors = errors or [ln.strip() for ln in lines if ln.strip()][-3:]  # ncu may fail with no error line
-        print(f"| {name} | {res.returncode} | {any('probe_kernel' in ln for ln in lines)} | "
+        print(f"| {name} | {res.returncode} | {_profiled(res, args.sections)} | "
               f"{' / '.join(errors)[:300] or '-'} |")
+        if args.tail:
+            print("\n".join(f"    {ln}" for ln in lines[-args.tail:]))
     if args.bisect:
-        _bisect(argv, root, base)
+        _bisect(argv, root, base, args.sections)
     if args.audit:
         before = _kernel_log()
         sandbox.run(argv, Path(tempfile.mkdtemp(dir=root)), 180, name="audit", limits=HARNESS_LIMITS, policy=base)
@@ -81,7 +92,17 @@ def main() -> int:
     return 0
 
 
-def _bisect(argv: list[str], root: Path, base: confine.Policy) -> None:
+def _profiled(res: sandbox.SandboxResult, sections: str | None) -> bool:
+    """Whether the tool saw the kernel: with the worker's sections, whether the worker would parse a profile."""
+    if not sections:
+        return "probe_kernel" in res.stdout + res.stderr
+    try:
+        return bool(ncu.parse_details_csv(Path(res.stdout_path).read_text(encoding="utf-8", errors="replace")))
+    except (OSError, ValueError):
+        return False
+
+
+def _bisect(argv: list[str], root: Path, base: confine.Policy, sections: str | None) -> None:
     runs = 0
 
     def works(**grant: tuple[str, ...]) -> bool:
@@ -90,7 +111,7 @@ def _bisect(argv: list[str], root: Path, base: confine.Policy) -> None:
         policy = dataclasses.replace(base, **{k: (*getattr(base, k), *v) for k, v in grant.items()})
         res = sandbox.run(argv, Path(tempfile.mkdtemp(dir=root)), 180, name="bisect", limits=HARNESS_LIMITS,
                           policy=policy)
-        return "probe_kernel" in res.stdout + res.stderr
+        return _profiled(res, sections)
 
     def children(folder: str) -> list[str]:
         try:

@@ -435,4 +435,6 @@ def profile(
                 "no permission for GPU performance counters "
                 "(ERR_NVGPUCTRPERM): enable them for non-admin users or run as admin",
             )
-    return NcuRun((), command, log, False, "ncu profiled no kernel matching the filter")
+    complaint = [ln.strip() for ln in log.splitlines() if ln.lstrip().startswith(("==ERROR==", "==WARNING=="))]
+    detail = f" (ncu said: {complaint[-1][:300]})" if complaint else ""
+    return NcuRun((), command, log, False, f"ncu profiled no kernel matching the filter{detail}")

@@ -180,3 +180,23 @@ def test_malformed_environment_thresholds_are_refused_with_the_expected_form(mon
     monkeypatch.setenv("KW_BOTTLENECK_THRESHOLDS", raw)
     with pytest.raises(ValueError, match="KW_BOTTLENECK_THRESHOLDS"):
         ncu.Thresholds.from_env()
+
+
+def test_a_profile_that_finds_no_kernel_says_what_ncu_complained_of(tmp_path):
+    """An operator reading "profiled no kernel" needs ncu's own last error (on an H200, 2026-11-27, the confined
+    ncu said nothing more, and only a probe found why). A stand-in ncu: a script that prints what ncu prints
+    when it cannot start, and no CSV."""
+    from worker.engine.toolchain import Toolchain
+
+    tool = tmp_path / "kit" / "bin" / "ncu"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho '==PROF== Connected to process 1'\n"
+                    "echo '==ERROR== The application returned an error code (1).'\n")
+    tool.chmod(0o755)
+    chain = Toolchain("nvcc", "", str(tool), "", None, None, "no GPU", "sm_90")
+    work = tmp_path / "work"
+    work.mkdir()
+    run = ncu.profile(chain, ["/bin/true"], "filtered", None, work, timeout_s=30)
+    assert not run.ok and not run.kernels
+    assert run.reason == ("ncu profiled no kernel matching the filter "
+                          "(ncu said: ==ERROR== The application returned an error code (1).)")

@@ -497,8 +497,10 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
     gpu = ctx.chain.gpu.name if ctx.chain.gpu else ""
     for i, size in enumerate(ctx.spec.sizes):
         ctx.progress(f"{ctx.spec.name}/{ctx.precision}: ncu ({o.profile}) {impl} at {format_size(size)}")
-        folder = ctx.folder(impl == "baseline")
-        out = folder / f"profile-{i}.json"
+        # The harness's JSON inside the tool's run folder: the only folder its confinement lets the target write.
+        work = ctx.folder(impl == "baseline") / f"ncu-{i}"
+        work.mkdir(parents=True, exist_ok=True)
+        out = work / "profile.json"
         program = [
             ctx.reference_exe if impl == "baseline" else ctx.exe,
             "--mode",
@@ -516,7 +518,7 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
             program += ["--const", format_size({name: value})]
         with ctx.phase("profile"), ctx.gpu():
             res = ncu.profile(
-                ctx.chain, program, o.profile, kernel_regex, folder / f"ncu-{i}", o.profile_timeout_s
+                ctx.chain, program, o.profile, kernel_regex, work, o.profile_timeout_s
             )
         if not res.ok:
             return tuple(profiles), f"profile at {format_size(size)} failed: {res.reason}"

@@ -221,3 +221,26 @@ def test_validate_checks_the_baseline_against_the_cpu_reference(scale_spec, cpu_
 def test_a_real_evaluation_round_trips_through_json(scale_spec, cpu_chain, cpu_options):
     ev = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu")
     assert Evaluation.from_json(ev.to_json()) == ev
+
+
+def test_the_profiled_harness_writes_its_result_inside_the_tools_confinement(scale_spec, cpu_chain, cpu_options,
+                                                                            tmp_path):
+    """Under ncu the harness may write only the tool's run folder: on an H200 (2026-11-27) its result file lay
+    beside that folder, the harness exited 2 ("cannot write") and nothing was profiled. A stand-in ncu runs its
+    target and, when the target succeeds, prints a real ncu CSV."""
+    from pathlib import Path
+
+    kit = tmp_path / "kit"
+    (kit / "bin").mkdir(parents=True)
+    csv = kit / "details.csv"
+    csv.write_text((Path(__file__).parents[2] / "fixtures" / "ncu" / "vadd_h100_details.csv").read_text())
+    tool = kit / "bin" / "ncu"
+    tool.write_text('#!/bin/sh\n'  # the target is the first argument that is an executable file
+                    'while [ $# -gt 0 ] && ! { [ -f "$1" ] && [ -x "$1" ]; }; do shift; done\n'
+                    f'"$@" >/dev/null || exit $?\ncat {csv}\n')
+    tool.chmod(0o755)
+    chain = dataclasses.replace(cpu_chain, ncu=str(tool))
+    ev = evaluate_baseline(scale_spec, "fp32", dataclasses.replace(cpu_options, profile="filtered"), chain=chain)
+    assert ev.verdict == Verdict.OK, ev.reason
+    assert not [n for n in ev.notes if "profile" in n], ev.notes
+    assert {p.kernel for p in ev.profiles} == {"vadd"} and len(ev.profiles) == len(scale_spec.sizes)

@@ -1,9 +1,11 @@
 // Harness: for each case, seeded inputs, the reference checked on the CPU, the solution's output
 // (poisoned with NaN first) checked against the reference with KW_ATOL/KW_RTOL, then both timed with
-// CUDA events (3 warm-up calls, KH_BENCHMARK timed calls, the mean per call). Prints one "Kernel time"
-// and one "Ref time" line per case, then "Passed" (exit 0), or a "Failed" line (exit 1). Where $KW_OUTPUTS
-// names a folder, each case's output is also written there (n<N>.bin, raw float32) for the worker to compare
-// with the shipped solution's (task.yaml correctness.outputs).
+// CUDA events (3 warm-up calls, KH_BENCHMARK timed calls, the mean per call). The output is poisoned again
+// after the warm-up, so what the last timed call left is checked too: a solution that does less work once
+// timing starts fails. Prints one "Kernel time" and one "Ref time" line per case, then "Passed" (exit 0), or
+// a "Failed" line (exit 1). Where $KW_OUTPUTS names a folder, the last timed call's output of each case is
+// also written there (n<N>.bin, raw float32) for the worker to compare with the shipped solution's, outside
+// this process (task.yaml correctness.outputs).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +46,8 @@ static int time_ms(Impl impl, const float* A, const float* B, float* C, int n, i
     CHECK(cudaEventCreate(&start));
     CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < 3; ++i) impl(A, B, C, n);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemset(C, 0xFF, (size_t)n * sizeof(float)));  // NaN again: the timed calls must write C themselves
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaEventRecord(start));
     for (int i = 0; i < iters; ++i) impl(A, B, C, n);
@@ -101,6 +105,15 @@ int main() {
             }
         }
 
+        float kernel_ms = 0.f, ref_ms = 0.f;
+        if (time_ms(vector_add, A, B, C, n, iters, &kernel_ms)) return 2;
+        CHECK(cudaMemcpy(got.data(), C, bytes, cudaMemcpyDeviceToHost));  // what the last timed call left
+        for (int i = 0; i < n; ++i) {
+            if (!(std::fabs(got[i] - ref[i]) <= atol + rtol * std::fabs(ref[i]))) {
+                printf("Failed: n=%d the last timed call, index %d expected %.8g got %.8g\n", n, i, ref[i], got[i]);
+                return 1;
+            }
+        }
         if (const char* dir = getenv("KW_OUTPUTS")) {  // correctness.outputs: the worker compares these too
             char path[4096];
             snprintf(path, sizeof path, "%s/n%d.bin", dir, n);
@@ -110,9 +123,6 @@ int main() {
                 return 2;
             }
         }
-
-        float kernel_ms = 0.f, ref_ms = 0.f;
-        if (time_ms(vector_add, A, B, C, n, iters, &kernel_ms)) return 2;
         if (time_ms(reference_vector_add, A, B, R, n, iters, &ref_ms)) return 2;
         printf("n=%d\n", n);
         printf("Kernel time: %.6f ms\n", kernel_ms);

@@ -2,7 +2,7 @@
 
 Each test writes a small task folder in the CUDAHercules layout: a Makefile that builds ./test with g++,
 a harness (test.cpp) that checks the solution against its "expert" reference (reference.h) for three
-cases and prints `Kernel time` / `Ref time` per case, then `Passed`. On the CPU the times are not
+cases, calls it five more times as if timed, and prints `Kernel time` / `Ref time` per case, then `Passed`. On the CPU the times are not
 measured: the solution and the reference each declare theirs (cost_ms), which stands in for CUDA-event
 timing so that P and the expert-relative speed can be checked exactly.
 """
@@ -56,7 +56,11 @@ int main() {
                 return 1;
             }
         }
-        if (const char* dir = getenv("KW_OUTPUTS")) {  // the task declares correctness.outputs
+        // The "timed" calls (their times are declared, see cost_ms): the output poisoned first, the last call's
+        // written under $KW_OUTPUTS where the task declares correctness.outputs; this program does not check it.
+        for (int i = 0; i < n; ++i) y[i] = NAN;
+        for (int t = 0; t < 5; ++t) scale(x.data(), y.data(), n);
+        if (const char* dir = getenv("KW_OUTPUTS")) {
             char path[512];
             snprintf(path, sizeof path, "%s/case%d.bin", dir, c + 1);
             FILE* f = fopen(path, "wb");

@@ -60,6 +60,20 @@ def test_output_files_forged_with_the_success_line_are_compared_element_by_eleme
     assert "first at index 0: expected 12.571428, got 0" in ev.reason
 
 
+def test_less_work_once_timing_starts_is_incorrect_when_the_last_timed_calls_outputs_are_judged(
+        tmp_path, judged, cpu_chain, options):
+    """Right on each case's checked call, nothing on the timed calls after it: the program's own check passes,
+    and the outputs of the last timed call, which the task writes, differ from the shipped solution's."""
+    lazy = solution(body="y[i] = 2.0f * x[i];").replace(
+        "{ for (int i = 0;", "{ static int kw_calls = 0; if (kw_calls++ % 6 != 0) return; for (int i = 0;")
+    assert "kw_calls" in lazy
+    plain = run(make_task(tmp_path / "plain", task_data()), lazy, cpu_chain, options)
+    assert plain.verdict == Verdict.OK, plain.reason  # the program alone checks only the first call of a case
+    ev = run(judged, lazy, cpu_chain, options)
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "case1.bin: 100 of 100 elements differ from the shipped solution's" in ev.reason, ev.reason
+
+
 def test_an_outputs_folder_swapped_for_a_link_is_not_read(judged, cpu_chain, options):
     swap = """#include <filesystem>
 static void kw_swap() { std::filesystem::remove_all(".kw-outputs");
@@ -147,13 +161,15 @@ def test_links_hard_links_and_odd_names_in_a_candidates_folder_are_refused(tmp_p
 REPO = Path(__file__).parents[4]
 CUDA_TASK = REPO / "tasks" / "cudahercules-examples" / "vector_add_make" / "task.yaml"
 FORGED_CU = REPO / "tests/worker/fixtures/taskyaml/candidates/vector_add_make_forged_success_at_exit.cu"
+LAZY_CU = REPO / "tests/worker/fixtures/taskyaml/candidates/vector_add_make_lazy_when_timed.cu"
 
 
-def test_a_cuda_solution_that_forges_its_success_at_exit_passes_every_rule_before_it_runs(no_gpu_chain, options):
-    # What stops it is the comparison of outputs after the run (next test, on a GPU): nothing before it.
+@pytest.mark.parametrize("path", [FORGED_CU, LAZY_CU], ids=["forged success", "lazy when timed"])
+def test_a_cheating_cuda_solution_passes_every_rule_before_it_runs(no_gpu_chain, options, path):
+    # What stops each is what happens after the build (the GPU tests below): nothing before it.
     spec = load_make_spec(CUDA_TASK)
     assert spec.correctness.outputs is not None
-    ev = evaluate_make(spec, "fp32", FORGED_CU.read_text(encoding="utf-8"), None, options, compile_only=True,
+    ev = evaluate_make(spec, "fp32", path.read_text(encoding="utf-8"), None, options, compile_only=True,
                        chain=no_gpu_chain)
     assert ev.verdict == Verdict.OK and ev.kind == "compile_only", ev.reason
 
@@ -167,3 +183,16 @@ def test_gpu_a_cuda_solution_that_forges_its_success_at_exit_is_incorrect(tmp_pa
                        chain=tc.detect())
     assert ev.verdict == Verdict.INCORRECT, ev.reason
     assert "it wrote no n1048576.bin under $KW_OUTPUTS" in ev.reason
+
+
+@pytest.mark.gpu
+def test_gpu_a_cuda_solution_that_does_nothing_once_timing_starts_is_incorrect(tmp_path):
+    """The example's harness poisons C after the warm-up and checks (and writes under $KW_OUTPUTS) what the last
+    timed call left."""
+    import worker.engine.toolchain as tc
+
+    options = EvalOptions(timing_cache=str(tmp_path / "timings"), lock_dir=str(tmp_path / "locks"))
+    ev = evaluate_make(load_make_spec(CUDA_TASK), "fp32", LAZY_CU.read_text(encoding="utf-8"), None, options,
+                       chain=tc.detect())
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "the last timed call" in ev.reason, ev.reason

@@ -7,9 +7,11 @@
 //
 //   - Landlock: every filesystem right handled, and the run folder (where the harness rewrites its result JSON)
 //     the only place where files may be opened, created, renamed or removed, besides the GPU's own device files
-//     (/dev/nvidia*: read, write, ioctl), which the driver opens anew for later allocations (on an H200, every
-//     cudaMalloc after the lockdown failed with cudaErrorDevicesUnavailable without them). No /proc, no system
-//     file, no other device file. Descriptors opened before (the driver's) keep working. Landlock (up to ABI 7) restricts the
+//     (/dev/nvidia*: read, write, ioctl), which the driver may open again after initialisation (granting them
+//     gives a candidate nothing its process does not hold already). No /proc, no system file, no other device
+//     file. Descriptors opened before (the driver's) keep working. The harness creates its CUDA context before
+//     this stage: created lazily at the first allocation, after it, the context could not be made (on an H200
+//     every first cudaMalloc failed with cudaErrorDevicesUnavailable). Landlock (up to ABI 7) restricts the
 //     calling thread, the one that calls the candidate; threads the CUDA driver started at initialisation (where
 //     a host callback would run) keep the first stage.
 //   - seccomp: socket, socketpair and connect answer EPERM (the driver's socket exists already; a candidate could

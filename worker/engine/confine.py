@@ -282,14 +282,16 @@ def _ncu_lock() -> tuple[str, ...]:
 # Where the toolkit's ncu wrapper looks for Nsight Compute besides <toolkit>/nsight-compute-* (inside the toolkit
 # folder the policy grants anyway): a system-wide install. On the H200 hosts of 2026-11-27 it was only there, and the
 # wrapper stopped with "Nsight Compute is not installed" while the policy hid it.
-NSIGHT_COMPUTE_HOMES = ("/opt/nvidia/nsight-compute",)
+# NVIDIA's standalone installer uses the second (toolchain.detect looks for ncu in both).
+NSIGHT_COMPUTE_HOMES = ("/opt/nvidia/nsight-compute", "/usr/local/NVIDIA-Nsight-Compute*")
 
 
 def _tool_homes(tool: str | os.PathLike) -> tuple[str, ...]:
     """The folders outside the toolkit holding the programs a tool's wrapper runs: Nsight Compute's for ncu."""
     if os.path.basename(str(tool)) != "ncu":
         return ()
-    return tuple(os.path.realpath(p) for p in NSIGHT_COMPUTE_HOMES if os.path.isdir(p))
+    found = (p for pattern in NSIGHT_COMPUTE_HOMES for p in sorted(glob.glob(pattern)))
+    return tuple(os.path.realpath(p) for p in found if os.path.isdir(p))
 
 
 def tool_policy(policy: Policy, tool: str | os.PathLike) -> Policy:

@@ -38,17 +38,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not gpu:
             item.add_marker(pytest.mark.skip(reason="no NVIDIA GPU here; run `make test-gpu` on a GPU machine"))
-        if _shares_the_machine(item):
-            # Under pytest-xdist (`--dist loadgroup`) these run one at a time on one worker: they flush the test
-            # Redis databases and start servers, workers and browsers whose deadlines assume a machine of their own.
-            item.add_marker(pytest.mark.xdist_group("one-at-a-time"))
-
-
-def _shares_the_machine(item) -> bool:
-    module = getattr(item, "module", None)
-    return (any(m in item.keywords for m in ("redis", "slow", "browser"))
-            or "redis_url" in getattr(item, "fixturenames", ())
-            or hasattr(module, "REDIS_TEST_URL") or hasattr(module, "make_stack"))
 
 
 @pytest.fixture

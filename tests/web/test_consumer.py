@@ -15,7 +15,7 @@ from kernelweb.asgi import application
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def layer(request, settings):
     if request.param == "memory":
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

@@ -264,8 +264,9 @@ def run_policy(program: str | os.PathLike, scratch: str | os.PathLike, *, read: 
 
 
 # Nsight Compute serializes profiling sessions with a lock file at this fixed path (not beneath TMPDIR), which it
-# creates on first use and never removes. Without write access to it ncu stops before starting its target (found
-# on an H200, 2026-11-27: under the tool policy it profiled nothing, with every file granted it did).
+# creates on first use and never removes. Granted while ncu profiled nothing under the tool policy (H200,
+# 2026-11-27); the cause then found was Nsight Compute's folder (below), so whether ncu also needs this file under
+# the policy was not separated.
 NCU_LOCK = "/tmp/nsight-compute-lock"
 
 

@@ -2,9 +2,10 @@
 
 Each test writes a small task folder in the CUDAHercules layout: a Makefile that builds ./test with g++,
 a harness (test.cpp) that checks the solution against its "expert" reference (reference.h) for three
-cases, calls it five more times as if timed, and prints `Kernel time` / `Ref time` per case, then `Passed`. On the CPU the times are not
-measured: the solution and the reference each declare theirs (cost_ms), which stands in for CUDA-event
-timing so that P and the expert-relative speed can be checked exactly.
+cases, calls it five more times as if timed, and prints `Kernel time` / `Ref time` per case, then
+`Passed`. On the CPU the times are not measured: the solution and the reference each declare theirs
+(cost_ms), which stands in for CUDA-event timing so that P and the expert-relative speed can be checked
+exactly.
 """
 
 import dataclasses

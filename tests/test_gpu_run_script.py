@@ -1,9 +1,12 @@
-"""bench/gpu_run.sh without a GPU: it parses, lists its stages, and every file its commands name exists."""
+"""bench/gpu_run.sh and bench/gpu_shards.sh without a GPU: they parse, gpu_run.sh lists its stages and every file
+its commands name exists, gpu_shards.sh gives each shard a GPU and returns their output in one tarball."""
 
 import glob
+import os
 import re
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,44 @@ def test_the_files_the_stages_name_exist():
 def test_an_unknown_stage_or_option_is_refused():
     assert gpu_run("no-such-stage").returncode == 2
     assert gpu_run("--frobnicate", "env").returncode == 2
+
+
+SHARDS = ROOT / "bench" / "gpu_shards.sh"
+
+
+def gpu_shards(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SHARDS), *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+def test_the_shard_script_parses_and_shellcheck_finds_nothing():
+    assert subprocess.run(["bash", "-n", str(SHARDS)], capture_output=True).returncode == 0
+    if not shutil.which("shellcheck"):
+        pytest.skip("shellcheck not installed")
+    found = subprocess.run(["shellcheck", str(SHARDS)], capture_output=True, text=True)
+    assert found.returncode == 0, found.stdout
+
+
+def test_each_shard_gets_a_gpu_of_its_own_and_its_own_assignments(tmp_path):
+    dry = gpu_shards("--dry-run", "--limit", "100", "--out", str(tmp_path),
+                     "STAGES=tests-formats PYTEST_ARGS='-n 4'",
+                     "STAGES='tests env' KW_LOCKDOWN=1 PYTEST_ARGS='-k \"a or b\"'")
+    assert dry.returncode == 0, dry.stderr
+    first, second = dry.stdout.splitlines()
+    assert first.startswith("gpu0: CUDA_VISIBLE_DEVICES=0 STAGES=tests-formats PYTEST_ARGS='-n 4' "
+                            "bash bench/gpu_run.sh")
+    assert first.endswith(f"--limit 100 --out {tmp_path}/gpu0 tests-formats")
+    assert second.startswith("gpu1: CUDA_VISIBLE_DEVICES=1 ") and "KW_LOCKDOWN=1" in second
+    assert second.endswith(f"--out {tmp_path}/gpu1 tests env")
+    assert not any(tmp_path.iterdir())  # a dry run writes nothing
+    missing = gpu_shards("--dry-run", "PYTEST_ARGS=x")
+    assert missing.returncode == 2 and "sets no STAGES" in missing.stderr
+
+
+def test_shards_run_side_by_side_and_their_output_comes_back_in_one_tarball(tmp_path):
+    done = gpu_shards("--out", str(tmp_path), "STAGES=env", "STAGES=env", WHEELS=str(tmp_path / "no-wheels"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "gpu0" / "env.txt").is_file() and (tmp_path / "gpu1" / "env.txt").is_file()
+    with tarfile.open(tmp_path / "shards.tgz") as tar:
+        names = set(tar.getnames())
+    assert {"./gpu0/env.txt", "./gpu1/env.txt", "./gpu0.txt", "./gpu1.txt"} <= names

@@ -138,8 +138,7 @@ class TorchContext(EvalContext):
             env["TRITON_CACHE_DIR"] = str(root / "triton")
             # inductor compiles in a pool of subprocesses by default; the sandbox grants /proc/<pid> (which the
             # CUDA driver needs) to the child it starts, not to processes that child forks later. One thread:
-            # every compile in the confined child itself (with it, the torch.compile reference was timed on an
-            # H200, 2026-11-27: docs/gpu-validation.md).
+            # every compile in the confined child itself (unverified on a GPU: docs/gpu-validation.md).
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         return env
 

@@ -19,11 +19,13 @@ def gpu_run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
-def test_the_script_parses_and_shellcheck_finds_nothing():
-    assert subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True).returncode == 0
+@pytest.mark.parametrize("script", ["gpu_run.sh", "gpu_shards.sh"])
+def test_the_script_parses_and_shellcheck_finds_nothing(script):
+    path = ROOT / "bench" / script
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
     if not shutil.which("shellcheck"):
         pytest.skip("shellcheck not installed")
-    found = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True)
+    found = subprocess.run(["shellcheck", str(path)], capture_output=True, text=True)
     assert found.returncode == 0, found.stdout
 
 
@@ -58,14 +60,6 @@ SHARDS = ROOT / "bench" / "gpu_shards.sh"
 def gpu_shards(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SHARDS), *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, **env})
-
-
-def test_the_shard_script_parses_and_shellcheck_finds_nothing():
-    assert subprocess.run(["bash", "-n", str(SHARDS)], capture_output=True).returncode == 0
-    if not shutil.which("shellcheck"):
-        pytest.skip("shellcheck not installed")
-    found = subprocess.run(["shellcheck", str(SHARDS)], capture_output=True, text=True)
-    assert found.returncode == 0, found.stdout
 
 
 def test_each_shard_gets_a_gpu_of_its_own_and_its_own_assignments(tmp_path):

@@ -34,6 +34,14 @@ static double env_number(const char* name, double fallback) {
     return value && *value ? atof(value) : fallback;
 }
 
+// The first element of got outside atol + rtol·|ref| (NaN never within), or -1.
+static int first_mismatch(const std::vector<float>& got, const std::vector<float>& ref, double atol, double rtol) {
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (!(std::fabs(got[i] - ref[i]) <= atol + rtol * std::fabs(ref[i]))) return (int)i;
+    }
+    return -1;
+}
+
 static float uniform(uint64_t& state) {  // xorshift64*: the same inputs for the same KW_SEED
     state ^= state >> 12;
     state ^= state << 25;
@@ -98,21 +106,17 @@ int main() {
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
         CHECK(cudaMemcpy(got.data(), C, bytes, cudaMemcpyDeviceToHost));
-        for (int i = 0; i < n; ++i) {
-            if (!(std::fabs(got[i] - ref[i]) <= atol + rtol * std::fabs(ref[i]))) {
-                printf("Failed: n=%d index %d expected %.8g got %.8g\n", n, i, ref[i], got[i]);
-                return 1;
-            }
+        if (int i = first_mismatch(got, ref, atol, rtol); i >= 0) {
+            printf("Failed: n=%d index %d expected %.8g got %.8g\n", n, i, ref[i], got[i]);
+            return 1;
         }
 
         float kernel_ms = 0.f, ref_ms = 0.f;
         if (time_ms(vector_add, A, B, C, n, iters, &kernel_ms)) return 2;
         CHECK(cudaMemcpy(got.data(), C, bytes, cudaMemcpyDeviceToHost));  // what the last timed call left
-        for (int i = 0; i < n; ++i) {
-            if (!(std::fabs(got[i] - ref[i]) <= atol + rtol * std::fabs(ref[i]))) {
-                printf("Failed: n=%d the last timed call, index %d expected %.8g got %.8g\n", n, i, ref[i], got[i]);
-                return 1;
-            }
+        if (int i = first_mismatch(got, ref, atol, rtol); i >= 0) {
+            printf("Failed: n=%d the last timed call, index %d expected %.8g got %.8g\n", n, i, ref[i], got[i]);
+            return 1;
         }
         if (const char* dir = getenv("KW_OUTPUTS")) {  // correctness.outputs: the worker compares these too
             char path[4096];

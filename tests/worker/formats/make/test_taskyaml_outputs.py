@@ -10,7 +10,6 @@ import pytest
 from tests.worker.formats.make.test_taskyaml_eval import NAIVE, make_task, run, solution, task_data
 from worker.engine.results import Verdict
 from worker.engine.taskspec import SpecError, Tolerance
-from worker.formats.cuda.evaluation import EvalOptions
 from worker.formats.make import outputs
 from worker.formats.make.evaluation import evaluate_make, validate_make
 from worker.formats.make.schema import load_make_spec
@@ -175,10 +174,9 @@ def test_a_cheating_cuda_solution_passes_every_rule_before_it_runs(no_gpu_chain,
 
 
 @pytest.mark.gpu
-def test_gpu_a_cuda_solution_that_forges_its_success_at_exit_is_incorrect(tmp_path):
+def test_gpu_a_cuda_solution_that_forges_its_success_at_exit_is_incorrect(options):
     import worker.engine.toolchain as tc
 
-    options = EvalOptions(timing_cache=str(tmp_path / "timings"), lock_dir=str(tmp_path / "locks"))
     ev = evaluate_make(load_make_spec(CUDA_TASK), "fp32", FORGED_CU.read_text(encoding="utf-8"), None, options,
                        chain=tc.detect())
     assert ev.verdict == Verdict.INCORRECT, ev.reason
@@ -186,12 +184,11 @@ def test_gpu_a_cuda_solution_that_forges_its_success_at_exit_is_incorrect(tmp_pa
 
 
 @pytest.mark.gpu
-def test_gpu_a_cuda_solution_that_does_nothing_once_timing_starts_is_incorrect(tmp_path):
+def test_gpu_a_cuda_solution_that_does_nothing_once_timing_starts_is_incorrect(options):
     """The example's harness poisons C after the warm-up and checks (and writes under $KW_OUTPUTS) what the last
     timed call left."""
     import worker.engine.toolchain as tc
 
-    options = EvalOptions(timing_cache=str(tmp_path / "timings"), lock_dir=str(tmp_path / "locks"))
     ev = evaluate_make(load_make_spec(CUDA_TASK), "fp32", LAZY_CU.read_text(encoding="utf-8"), None, options,
                        chain=tc.detect())
     assert ev.verdict == Verdict.INCORRECT, ev.reason

@@ -57,7 +57,7 @@ describe() {
     eval-baselines) echo "bench/eval_baselines.py --profile filtered over the baselines, then Otsu thresholds over their profiles" ;;
     build-cache) echo "two passes over vector_add and softmax: the second must reuse the build cache" ;;
     candidates) echo "bench/gpu_candidates.py: P and speedups of the hand-written faster candidates" ;;
-    repeatability) echo "bench/repeatability.py: every baseline timed in five processes, P repeat and CV per size (an otherwise idle GPU)" ;;
+    repeatability) echo "bench/repeatability.py: every baseline timed alone three times and interleaved in two pairs, P repeat and CV per size (an otherwise idle GPU)" ;;
     agreement) echo "bench/agreement.py: MSKernelBench's published kernels through their harness and ours (MSKB_CHECKOUT, GPUS)" ;;
     pipeline-demo) echo "the agent pipeline with the scripted LLM (demo/scripts) on softmax, matrix_mul, dot_product FP32: trajectories" ;;
     pipeline-demo-formats) echo "the agent pipeline with the scripted LLM on a KernelBench and a task.yaml task: trajectories" ;;

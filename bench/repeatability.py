@@ -1,20 +1,22 @@
-"""Timing repeatability of the C/CUDA harness, before and after batched timing (docs/benchmarks.md).
+"""Timing repeatability of the C/CUDA harness, before and after interleaved timing (docs/benchmarks.md).
 
     python bench/repeatability.py [--task softmax ...] [--precision fp32] [--iters 50] [--json out.json]
                                   [--resume earlier.json]
 
-For every task (and precision) the baseline-only harness is built once; then, one process after another
-on an otherwise idle GPU, its baseline is timed in `time` mode five times:
+For every task (and precision) the baseline-only harness is built once; then, one process (or pair) after
+another on an otherwise idle GPU, its baseline is timed in `time` mode as if it were a candidate:
 
-- twice with the default protocol, one launch per event pair ("before");
-- twice with batching ("after": --batch-below-ms 0.05, calls shorter than 50 us timed in batches on
-  distinct buffer sets, kw_timed.cuh);
-- once more with the default protocol, as the fixed reference a P is computed against.
+- "before", the baseline timed alone (the protocol with --no-interleave): two processes, and a third as the
+  reference every P is computed against (P_k = sum_i w_i * ref_i / t_k,i / sum_i w_i, w_i the size's
+  complexity, as the scoring does);
+- "after", interleaved timing (the default, docs/evaluation.md): twice a pair of processes timing at once and
+  taking turns on the GPU, one as the candidate and one as the baseline; P_k = sum_i w_i * base_k,i / cand_k,i /
+  sum_i w_i, from the pair's own two sides.
 
-Per size it prints the CV of each protocol (the worse of its two runs) and the kernel's time. Per task it
-prints how far P moves between two separate processes: P_k = sum_i w_i * ref_i / t_k,i / sum_i w_i with
-w_i the size's complexity (as the scoring does), and repeat = |P_1 / P_2 - 1|, before and after. The goals
-(issue 17): P within 2 % for at least 95 % of the tasks; CV under 2 % wherever a call takes 10 us or more.
+repeat = |P_1 / P_2 - 1| between the two runs of a protocol. Per size it prints the call's time, the CV (the
+worse of the protocol's runs, both sides of a pair) and the harness's empty call (a launch and a synchronize, the
+floor under every time). The goals (issue 17): P within 2 % for at least 95 % of the tasks; CV under 2 % wherever
+a call takes 10 us or more.
 Without a GPU it only builds (and prints the tables of the resumed tasks).
 
 --resume takes the --json of an earlier run cut short (a time limit): its tasks are not built or timed again,
@@ -35,27 +37,40 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worker.engine import toolchain as tc  # noqa: E402
-from worker.engine.harness import harness_argv, read_result  # noqa: E402
+from worker.engine.harness import harness_argv, read_result, run_interleaved  # noqa: E402
 from worker.engine.sandbox import run as run_sandboxed  # noqa: E402
 from worker.engine.taskspec import PRECISIONS  # noqa: E402
 from worker.formats.cuda.build import build, default_cache_dir  # noqa: E402
 from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
-BEFORE = []  # the default protocol: every call its own event pair
-AFTER = ["--batch-below-ms", "0.05"]  # calls under 50 us timed in batches on distinct buffer sets
 
 
-def time_once(exe: str, spec, precision: str, work: Path, extra: list[str], iters: int, tag: str) -> dict | None:
+def _timings(data: dict | None, tag: str, stderr: str) -> dict | None:
+    if not data or data.get("error"):
+        print(f"  {tag}: failed: {(data or {}).get('error') or stderr[-300:]}", file=sys.stderr)
+        return None
+    times = {int(s["index"]): s["timing"] for s in data["sizes"]}
+    times["floor"] = (data.get("empty_call") or {}).get("median_ms")
+    return times
+
+
+def time_once(exe: str, spec, precision: str, work: Path, iters: int, tag: str) -> dict | None:
+    """The baseline timed alone: {size index: timing, "floor": the empty call's median, ms}."""
     out = work / f"{tag}.json"
     out.unlink(missing_ok=True)
     argv = harness_argv(exe, spec, precision, "time", "baseline", [dict(s) for s in spec.sizes], str(out), iters=iters)
-    res = run_sandboxed(argv[:-2] + extra + argv[-2:], work, 900, name=tag)
-    data = read_result(out) if out.is_file() else None
-    if not res.ok or not data or data.get("error"):
-        print(f"  {tag}: failed: {(data or {}).get('error') or res.stderr[-300:]}", file=sys.stderr)
-        return None
-    return {int(s["index"]): s["timing"] for s in data["sizes"]}
+    res = run_sandboxed(argv, work, 900, name=tag)
+    return _timings(read_result(out) if out.is_file() else None, tag, res.stderr)
+
+
+def time_pair(exe: str, spec, precision: str, work: Path, iters: int, tag: str) -> dict | None:
+    """The baseline timed as a candidate beside itself, interleaved: {"candidate": ..., "baseline": ...}."""
+    pair = run_interleaved(exe, exe, spec, precision, [dict(s) for s in spec.sizes], work / f"{tag}-candidate",
+                           work / f"{tag}-baseline", 1800, candidate_impl="baseline", iters=iters)
+    sides = {"candidate": _timings(pair.candidate.data, tag, pair.candidate.result.stderr),
+             "baseline": _timings(pair.reference.data, tag, pair.reference.result.stderr)}
+    return sides if all(sides.values()) else None
 
 
 def p_of(spec, run: dict, ref: dict) -> float:
@@ -64,25 +79,35 @@ def p_of(spec, run: dict, ref: dict) -> float:
     return sum(w * s for w, s in zip(weights, speedups, strict=True)) / sum(weights)
 
 
+def p_of_pair(spec, pair: dict) -> float:
+    return p_of(spec, pair["candidate"], pair["baseline"])
+
+
 def load_saved(path: str) -> list[dict]:
     """The entries of an earlier --json, with each run's size indices back to integers (JSON keys are strings)."""
     entries = json.loads(Path(path).read_text())
+    def keyed(run: dict) -> dict:
+        return {k if k == "floor" else int(k): t for k, t in run.items()}
+
     for entry in entries:
-        entry["runs"] = {tag: {int(i): t for i, t in run.items()} for tag, run in entry["runs"].items()}
+        entry["runs"] = {tag: {side: keyed(r) for side, r in run.items()} if tag.startswith("after") else keyed(run)
+                         for tag, run in entry["runs"].items()}
     return entries
 
 
 def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
-    """One task's row (P repeat before and after) and its rows per size (call time, batch, worse CV of each)."""
+    """One task's row (P repeat before and after) and its rows per size (call time, empty call, worse CV of each)."""
     ref = runs["reference"]
-    repeat = {k: abs(p_of(spec, runs[f"{k}-1"], ref) / p_of(spec, runs[f"{k}-2"], ref) - 1)
-              for k in ("before", "after")}
+    repeat = {"before": abs(p_of(spec, runs["before-1"], ref) / p_of(spec, runs["before-2"], ref) - 1),
+              "after": abs(p_of_pair(spec, runs["after-1"]) / p_of_pair(spec, runs["after-2"]) - 1)}
+    solo = [runs["before-1"], runs["before-2"]]
+    paired = [r[side] for r in (runs["after-1"], runs["after-2"]) for side in ("candidate", "baseline")]
+    floors = [r.get("floor") for r in solo + paired if r.get("floor")]
     sizes_rows = []
     for i, size in enumerate(spec.sizes):
-        before = max(runs["before-1"][i]["cv"], runs["before-2"][i]["cv"])
-        after = max(runs["after-1"][i]["cv"], runs["after-2"][i]["cv"])
         sizes_rows.append((spec.name, precision, ", ".join(f"{k}={v:g}" for k, v in size.items()),
-                           ref[i]["mean_ms"] * 1000, runs["after-1"][i].get("batch", 1), before, after))
+                           ref[i]["mean_ms"] * 1000, (min(floors) * 1000) if floors else float("nan"),
+                           max(r[i]["cv"] for r in solo), max(r[i]["cv"] for r in paired)))
     return (spec.name, precision, repeat["before"], repeat["after"]), sizes_rows
 
 
@@ -135,9 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         if exe is None:
             continue
         work = root / f"{spec.name}-{precision}"
-        runs = {tag: time_once(exe, spec, precision, work, extra, args.iters, tag)
-                for tag, extra in (("before-1", BEFORE), ("before-2", BEFORE), ("after-1", AFTER), ("after-2", AFTER),
-                                   ("reference", []))}
+        runs = {tag: time_once(exe, spec, precision, work, args.iters, tag)
+                for tag in ("before-1", "before-2", "reference")}
+        runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
         if any(r is None for r in runs.values()):
             continue
         saved.append({"task": spec.name, "precision": precision, "runs": runs})
@@ -153,10 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         row, per_size = summarize(all_specs[entry["task"]], entry["precision"], entry["runs"])
         rows.append(row)
         sizes_rows += per_size
-    print("\n| task | prec | size | call (us) | batch | CV before | CV after |")
+    print("\n| task | prec | size | call (us) | empty call (us) | CV before | CV after |")
     print("|---|---|---|---|---|---|---|")
-    for name, prec, size, us, batch, before, after in sizes_rows:
-        print(f"| {name} | {prec} | {size} | {us:.1f} | {batch} | {before * 100:.2f}% | {after * 100:.2f}% |")
+    for name, prec, size, us, floor, before, after in sizes_rows:
+        print(f"| {name} | {prec} | {size} | {us:.1f} | {floor:.1f} | {before * 100:.2f}% | {after * 100:.2f}% |")
     print("\n| task | prec | sizes | call (us) | P repeat before | P repeat after | "
           "sizes >= 10 us with CV >= 2 %, before | after |")
     print("|---|---|---|---|---|---|---|---|")

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "kw_lockdown.h"
+#include "kw_turns.h"
 #include "kw_timed.cuh"
 
 // ----------------------------------------------------------------------------------
@@ -267,9 +268,17 @@ struct Options {
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
   int max_batch = 64;
+  // How the host waits in cudaDeviceSynchronize (cudaSetDeviceFlags before the context exists): auto (the
+  // driver's choice), spin, yield or block. Every timed call ends in such a wait, so its wake-up latency is
+  // part of every time (docs/benchmarks.md, "Repeatability").
+  std::string sync_wait = "auto";
   // outputs/compare: the pipe the evaluator opened between the candidate's process and the reference's
   // (docs/evaluation.md, "Who decides the verdict"): written by `outputs`, read by `compare`.
   int evidence_fd = -1;
+  // time: the turn pipes of interleaved timing (docs/evaluation.md, "Interleaved timing"): this process waits for
+  // a byte on turn_in before each turn (a size's warm-up, one sample and its checks) and passes one on turn_out
+  // after it, so it and the process timing the baseline beside it never use the GPU at the same time.
+  int turn_in = -1, turn_out = -1;
   // The second stage of the confinement (kw_lockdown.h), applied once CUDA is up and before the first call.
   bool lockdown = false;
   std::string out;
@@ -386,6 +395,11 @@ inline Options parse_options(int argc, char** argv) {
       o.batch_target_ms = parse_number(flag, value);
     } else if (flag == "--warmup-ms") {
       o.warmup_ms = parse_number(flag, value);
+    } else if (flag == "--sync-wait") {
+      if (value != "auto" && value != "spin" && value != "yield" && value != "block") {
+        fail("bad_args", "--sync-wait must be auto, spin, yield or block, not '" + value + "'");
+      }
+      o.sync_wait = value;
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -396,6 +410,11 @@ inline Options parse_options(int argc, char** argv) {
       o.lockdown = parse_integer(flag, value, 0) != 0;
     } else if (flag == "--evidence-fd") {
       o.evidence_fd = int(parse_integer(flag, value, 3));
+    } else if (flag == "--turn-fds") {
+      const size_t comma = value.find(',');
+      if (comma == std::string::npos) fail("bad_args", "--turn-fds takes IN,OUT (two descriptors), not '" + value + "'");
+      o.turn_in = int(parse_integer(flag, value.substr(0, comma), 3));
+      o.turn_out = int(parse_integer(flag, value.substr(comma + 1), 3));
     } else if (flag == "--out") {
       o.out = value;
     } else {
@@ -410,6 +429,7 @@ inline Options parse_options(int argc, char** argv) {
     fail("bad_args", std::string("--mode ") + mode_name(o.mode) + " needs --evidence-fd");
   }
   if (o.mode == Mode::compare && o.impl != Impl::baseline) fail("bad_args", "--mode compare runs the baseline only");
+  if (o.turn_in >= 0 && o.mode != Mode::time) fail("bad_args", "--turn-fds is for --mode time only");
   return o;
 }
 
@@ -1209,6 +1229,9 @@ class Report {
 
   std::optional<DeviceInfo> device;
   long long l2_flush_bytes = 0;
+  // time: what a timed call of an empty kernel takes (launch, synchronize, the events around them): the
+  // floor under every time this harness reports, median and CV over its samples.
+  double empty_call_ms = -1, empty_call_cv = 0;
   std::vector<SizeRecord> sizes;
   std::optional<ErrorRecord> error;
 
@@ -1245,6 +1268,12 @@ class Report {
       j.open_object().key("name").str(device->name).key("cc").str(device->cc);
       j.key("sm_count").integer(device->sm_count).key("l2_bytes").integer(device->l2_bytes);
       j.key("memory_bytes").integer(device->memory_bytes).close_object();
+    } else {
+      j.null();
+    }
+    j.key("empty_call");
+    if (empty_call_ms >= 0) {
+      j.open_object().key("median_ms").num(empty_call_ms).key("cv").num(empty_call_cv).close_object();
     } else {
       j.null();
     }
@@ -1371,7 +1400,8 @@ struct TaskDef {
 
 class Driver {
  public:
-  Driver(const Options& o, const TaskDef& t, Report& r) : opt_(o), task_(t), report_(r) {}
+  Driver(const Options& o, const TaskDef& t, Report& r)
+      : opt_(o), task_(t), report_(r), turns_(o.turn_in, o.turn_out) {}
 
   ~Driver() {
     if (flush_) cudaFree(flush_);
@@ -1436,6 +1466,12 @@ class Driver {
     // The primary context now, not at the first allocation: creating it talks to the driver over a socket and
     // opens files, which the lockdown after this refuses (on an H200 every first cudaMalloc after it failed
     // with cudaErrorDevicesUnavailable).
+    if (opt_.sync_wait != "auto") {
+      const unsigned flag = opt_.sync_wait == "spin"    ? cudaDeviceScheduleSpin
+                            : opt_.sync_wait == "yield" ? cudaDeviceScheduleYield
+                                                        : cudaDeviceScheduleBlockingSync;
+      cuda_check(cudaSetDeviceFlags(flag), "cudaSetDeviceFlags (--sync-wait)");
+    }
     cuda_check(cudaFree(nullptr), "create the CUDA context");
   }
 
@@ -1445,6 +1481,32 @@ class Driver {
     if (report_.l2_flush_bytes > 0) {
       cuda_check(cudaMalloc(&flush_, size_t(report_.l2_flush_bytes)), "allocate the L2 flush buffer");
     }
+    measure_empty_call();
+  }
+
+  // The floor: an empty kernel timed as a timed call is (event, launch, device-wide synchronize, event).
+  void measure_empty_call() {
+    const Turn turn(turns_);
+    std::vector<double> v;
+    for (int it = 0; it < 120; ++it) {
+      cuda_check(cudaDeviceSynchronize(), "synchronize before an empty call");
+      cuda_check(cudaEventRecord(start_, 0), "record start event");
+      timed::empty_kernel<<<1, 32>>>();
+      const cudaError_t launch = cudaGetLastError();
+      const cudaError_t sync = cudaDeviceSynchronize();
+      cuda_check(launch, "empty call");
+      cuda_check(sync, "empty call");
+      cuda_check(cudaEventRecord(stop_, 0), "record stop event");
+      cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      if (it >= 20) v.push_back(ms);  // the first 20 warm up
+    }
+    const double mean = mean_of(v);
+    double var = 0;
+    for (double x : v) var += (x - mean) * (x - mean);
+    report_.empty_call_ms = median_of(v);
+    report_.empty_call_cv = mean > 0 ? std::sqrt(var / double(v.size() - 1)) / mean : 0.0;
   }
 
   std::unique_ptr<Case> make_case(size_t size_index, uint64_t seed) {
@@ -1555,6 +1617,9 @@ class Driver {
     const uint64_t seed = opt_.seed_base;
     rec.seeds.push_back(seed);
     const bool checked = opt_.impl == Impl::candidate;
+    // Every GPU step of this size happens in a turn: the buffers and the warm-up, each sample with its checks,
+    // and the frees at the end (`held`, declared first, is destroyed after everything below).
+    std::optional<Turn> held(std::in_place, turns_);
     std::vector<std::unique_ptr<Case>> sets;
     sets.push_back(make_case(rec.index, seed));
     std::vector<double> warm;
@@ -1591,7 +1656,9 @@ class Driver {
     report_.checkpoint(rec.index, seed, "timed calls");
     TimingSamples t;
     t.batch = batch;
+    held.reset();
     for (int it = 0; it < opt_.iters; ++it) {
+      held.emplace(turns_);  // one sample and its checks
       const uint64_t sample_seed = stream_seed(seed, "timed sample " + std::to_string(it));
       for (size_t b = 0; b < sets.size(); ++b) sets[b]->refresh(sample_seed + b);
       if (flush_) cuda_check(cudaMemsetAsync(flush_, it & 0xff, size_t(report_.l2_flush_bytes)), "L2 flush");
@@ -1752,6 +1819,7 @@ class Driver {
   std::pair<size_t, uint64_t> where_{0, 0};
   void* flush_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  Turns turns_;
   std::optional<EvidenceWriter> writer_;
   std::optional<EvidenceReader> reader_;
 };

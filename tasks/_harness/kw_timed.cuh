@@ -109,6 +109,9 @@ __global__ void compare_kernel(const void* got, const void* expected, int type, 
   }
 }
 
+// The floor's kernel: nothing but its launch.
+__global__ void empty_kernel() {}
+
 inline unsigned grid_for(size_t n) {
   const size_t blocks = (n + 255) / 256;
   return unsigned(blocks < 4096 ? (blocks ? blocks : 1) : 4096);

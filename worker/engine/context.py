@@ -39,6 +39,9 @@ class EvalOptions:
     profile: str = "none"  # filtered | full | none
     thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)
     use_baseline_cache: bool = True
+    # C/CUDA: time the candidate and its baseline at the same time, taking turns on the GPU, and divide by that
+    # baseline (docs/evaluation.md, "Interleaved timing"); False: against the baseline timed alone (cached).
+    interleave: bool = True
     check_timeout_s: float = 180.0
     time_timeout_s: float = 600.0
     profile_timeout_s: float = 600.0

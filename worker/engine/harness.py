@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from worker.engine import confine, sandbox
 from worker.engine.results import CrashInfo
@@ -88,6 +88,7 @@ def harness_argv(
     warmup: int = WARMUP,
     iters: int = ITERS,
     evidence_fd: int | None = None,
+    turn_fds: tuple[int, int] | None = None,
     lockdown: bool = False,
 ) -> list[str]:
     argv = [exe, "--mode", mode, "--impl", impl]
@@ -99,6 +100,8 @@ def harness_argv(
         argv += ["--const", format_size({name: value})]
     if evidence_fd is not None:  # outputs / compare: the pipe between the candidate's and the reference's process
         argv += ["--evidence-fd", str(evidence_fd)]
+    if turn_fds is not None:  # interleaved timing: this process's turns (wait on the first, hand back on the second)
+        argv += ["--turn-fds", f"{turn_fds[0]},{turn_fds[1]}"]
     if mode in ("validate", "check", "outputs", "compare"):
         tol = spec.tolerance(precision)
         argv += [
@@ -225,6 +228,7 @@ def run_harness(
     prefix: list[str] | None = None,
     name: str | None = None,
     evidence_fd: int | None = None,
+    turn_fds: tuple[int, int] | None = None,
     **kwargs: int,
 ) -> HarnessRun:
     """One harness process (optionally under a tool given as `prefix`, e.g. compute-sanitizer)."""
@@ -233,11 +237,12 @@ def run_harness(
     out.unlink(missing_ok=True)
     lockdown = impl == "candidate" and not prefix and confine.lockdown_enabled()  # a tool needs files and sockets
     argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out),
-                                           evidence_fd=evidence_fd, lockdown=lockdown, **kwargs)]
+                                           evidence_fd=evidence_fd, turn_fds=turn_fds, lockdown=lockdown,
+                                           **kwargs)]
     # Confined before its first instruction (the candidate is linked in): docs/threat-model.md.
     policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None)
     res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy,
-                      pass_fds=(evidence_fd,) if evidence_fd is not None else ())
+                      pass_fds=((evidence_fd,) if evidence_fd is not None else ()) + (turn_fds or ()))
     data = read_result(out) if out.is_file() else None
     return HarnessRun(mode, impl, data, res, classify_crash(res, data, out.is_file()))
 
@@ -323,6 +328,56 @@ def run_joined(candidate: Callable[[int], ChildOutcome], reference: Callable[[in
     with ThreadPoolExecutor(max_workers=2) as pool:
         cand, ref = pool.submit(candidate, write_fd), pool.submit(reference, read_fd)
         return ComparedRun(cand.result(), ref.result())
+
+
+@dataclass(frozen=True)
+class InterleavedRun:
+    """Interleaved timing (docs/evaluation.md, "Interleaved timing"): the candidate and, in a process of its own
+    that never runs candidate code, the baseline, timed at the same time and taking turns on the GPU, so whatever
+    slows the machine down for a while (another tenant of the host, the CPU's clock) slows both alike."""
+
+    candidate: ChildOutcome  # time mode, the candidate: its times and its checked calls
+    reference: ChildOutcome  # time mode, the baseline: the times the candidate's are divided into
+
+
+def run_interleaved(
+    candidate_exe: str,
+    reference_exe: str,
+    spec: HarnessSpec,
+    precision: str,
+    sizes: list[dict[str, float]],
+    candidate_dir: Path,
+    reference_dir: Path,
+    timeout_s: float,
+    *,
+    candidate_impl: str = "candidate",
+    **kwargs: int,
+) -> InterleavedRun:
+    """`kwbench --mode time --impl candidate` and `kwref --mode time --impl baseline`, turn by turn."""
+    cand, ref = run_in_turns(
+        lambda fds: run_harness(candidate_exe, spec, precision, "time", candidate_impl, sizes, candidate_dir,
+                                timeout_s, turn_fds=fds, **kwargs),
+        lambda fds: run_harness(reference_exe, spec, precision, "time", "baseline", sizes, reference_dir, timeout_s,
+                                turn_fds=fds, **kwargs),
+    )
+    return InterleavedRun(cand, ref)
+
+
+T = TypeVar("T")
+
+
+def run_in_turns(first: Callable[[tuple[int, int]], T], second: Callable[[tuple[int, int]], T]) -> tuple[T, T]:
+    """Two children taking turns: each gets (in, out) descriptors of two pipes opened here, waits for a byte on
+    `in` before a turn and writes one to `out` after it; `first` holds the first turn. Each side's descriptors go
+    to its own child only (sandbox.run closes them here once it has them), so a side that ends is seen by the
+    other as the end of its pipe, and the other runs on alone."""
+    to_first_r, to_first_w = os.pipe()
+    to_second_r, to_second_w = os.pipe()
+    os.write(to_first_w, b"t")  # the first turn
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        a = pool.submit(first, (to_first_r, to_second_w))
+        b = pool.submit(second, (to_second_r, to_first_w))
+        return a.result(), b.result()
 
 
 # The harness runs untrusted device code: cap its files (JSON + kernel printf) well below the default.

@@ -2,10 +2,13 @@
 
 import dataclasses
 import signal
+import sys
+import time
 
 import pytest
 
-from worker.engine.harness import classify_crash, format_size, harness_argv, read_result
+from worker.engine import sandbox
+from worker.engine.harness import classify_crash, format_size, harness_argv, read_result, run_in_turns
 from worker.engine.sandbox import SandboxResult
 
 
@@ -148,3 +151,42 @@ def test_builds_the_documented_command_line(scale_spec):
     assert timed[-12:] == ["--seed-base", "20251122", "--warmup", "1", "--iters", "7", "--atol", repr(tol.atol),
                            "--rtol", repr(tol.rtol), "--out", "t.json"]
     assert format_size({"M": 64.0, "K": 128}) == "M=64,K=128"
+
+
+# A child that takes `turns` turns on the descriptors it is given, writing when each began and ended.
+TURN_TAKER = """
+import os, sys, time
+fd_in, fd_out, turns, log = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with open(log, "w") as fh:
+    for _ in range(turns):
+        if fd_in >= 0 and os.read(fd_in, 1) != b"t":  # the other side ended: run on alone
+            fd_in = -1
+        began = time.monotonic()
+        time.sleep(0.01)
+        fh.write(f"{began} {time.monotonic()}\\n")
+        try:
+            os.write(fd_out, b"t")
+        except BrokenPipeError:  # (kw_turns.h stops writing too)
+            pass
+"""
+
+
+def _turn_taker(tmp_path, name: str, turns: int):
+    def start(fds: tuple[int, int]):
+        log = tmp_path / f"{name}.log"
+        argv = [sys.executable, "-c", TURN_TAKER, str(fds[0]), str(fds[1]), str(turns), str(log)]
+        res = sandbox.run(argv, tmp_path, 30, name=name, pass_fds=fds)
+        return res, [tuple(map(float, line.split())) for line in log.read_text().splitlines()] if log.exists() else []
+    return start
+
+
+def test_two_children_in_turns_alternate_and_one_that_ends_early_leaves_the_other_to_finish_alone(tmp_path):
+    started = time.monotonic()
+    (first, first_turns), (second, second_turns) = run_in_turns(_turn_taker(tmp_path, "first", 3),
+                                                                 _turn_taker(tmp_path, "second", 8))
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr, second.stderr)
+    assert len(first_turns) == 3 and len(second_turns) == 8
+    merged = sorted([(a, b, "first") for a, b in first_turns] + [(a, b, "second") for a, b in second_turns])
+    assert all(prev[1] <= nxt[0] for prev, nxt in zip(merged, merged[1:])), "two turns overlapped"
+    assert [who for *_, who in merged] == ["first", "second"] * 3 + ["second"] * 5
+    assert time.monotonic() - started < 20  # nobody waited for a turn that never came

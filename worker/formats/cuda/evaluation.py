@@ -14,7 +14,7 @@ import hashlib
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from worker.engine import ncu
 from worker.engine import toolchain as tc
@@ -24,10 +24,12 @@ from worker.engine.harness import (
     SYSTEM_KINDS,
     ComparedRun,
     HarnessRun,
+    InterleavedRun,
     format_size,
     phase_name,
     run_compared,
     run_harness,
+    run_interleaved,
 )
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
@@ -87,6 +89,14 @@ class _Context(EvalContext):
         """Where a run may write (its cwd): the candidate's processes and the reference's each have their own, and
         neither holds the executables (build/), so candidate code can rewrite neither kwref nor the verdict."""
         return self.work / ("reference" if reference else "candidate")
+
+    def interleaved(self, sizes: list[dict[str, float]], timeout_s: float) -> InterleavedRun:
+        """The timing: the candidate's process and the reference's (the baseline), taking turns on the GPU."""
+        o = self.options
+        with self.gpu():
+            return run_interleaved(self.exe, self.reference_exe, self.spec, self.precision, sizes,
+                                   self.folder(False), self.folder(True), timeout_s, seed_base=o.seed_base,
+                                   warmup=o.warmup, iters=o.iters)
 
     def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
         """The check: the candidate's process sends its buffers, the reference's process decides."""
@@ -262,15 +272,12 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
             notes=tuple(notes),
         )
 
-    # Timing: baseline (cached per task, precision, GPU model, harness) then candidate.
-    baseline, cached = _baseline_times(ctx)
-    if isinstance(baseline, Evaluation):
-        return replace(baseline, kind="candidate", compile=compiled, notes=tuple(notes))
-    ctx.progress(
-        f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)"
-    )
-    with ctx.phase("time"):
-        run = ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s)
+    # Timing: the candidate with its baseline beside it, turn by turn (or the baseline alone, cached, then the
+    # candidate).
+    timed = _time_candidate(ctx)
+    if isinstance(timed, Evaluation):
+        return replace(timed, kind="candidate", compile=compiled, notes=tuple(notes))
+    run, baseline, cached = timed
     if not run.ok:
         return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
     wrong = timed_call_failure(sizes, run.data) or beyond_wall_time(run.data, run.result.wall_s) or None
@@ -304,6 +311,31 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         profiles=profiles,
         baseline_cached=cached,
     )
+
+
+def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], bool] | Evaluation:
+    """The candidate's timing run and the baseline times its P divides: interleaved (both timed now, taking turns on
+    the GPU; docs/evaluation.md, "Interleaved timing") or the baseline's cached solo times. An Evaluation when the
+    baseline failed (a task problem); the candidate's own failure is the caller's to report."""
+    spec, precision, o = ctx.spec, ctx.precision, ctx.options
+    if not o.interleave:
+        baseline, cached = _baseline_times(ctx)
+        if isinstance(baseline, Evaluation):
+            return baseline
+        ctx.progress(f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)")
+        with ctx.phase("time"):
+            return ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s), baseline, cached
+    ctx.progress(f"{spec.name}/{precision}: time candidate and baseline, turn by turn ({o.warmup} warm-up + "
+                 f"{o.iters} timed calls per size each)")
+    with ctx.phase("time"):
+        pair = ctx.interleaved(list(spec.sizes), 2 * o.time_timeout_s)  # each waits while the other has its turn
+    run = cast(HarnessRun, pair.candidate)
+    ref = cast(HarnessRun, pair.reference)
+    if run.ok and not ref.ok:
+        crashed = _crashed(ctx, ref, sizes=ctx.sizes(), kind="baseline")
+        return replace(crashed, reason="the baseline failed while timed beside the candidate (a task problem): "
+                       + crashed.reason)
+    return run, timings_by_size(ref.data), False
 
 
 def _check_failure(ctx: _Context, pair: ComparedRun, compiled: CompileResult | None,

@@ -44,6 +44,7 @@ from worker.formats.cuda.build import build, default_cache_dir  # noqa: E402
 from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
+BATCHED = ("--batch-below-ms", "0.05")  # calls under 50 us timed in batches on distinct buffer sets
 
 
 def _timings(data: dict | None, tag: str, stderr: str) -> dict | None:
@@ -55,12 +56,13 @@ def _timings(data: dict | None, tag: str, stderr: str) -> dict | None:
     return times
 
 
-def time_once(exe: str, spec, precision: str, work: Path, iters: int, tag: str) -> dict | None:
+def time_once(exe: str, spec, precision: str, work: Path, iters: int, tag: str, extra: tuple[str, ...] = ()
+              ) -> dict | None:
     """The baseline timed alone: {size index: timing, "floor": the empty call's median, ms}."""
     out = work / f"{tag}.json"
     out.unlink(missing_ok=True)
     argv = harness_argv(exe, spec, precision, "time", "baseline", [dict(s) for s in spec.sizes], str(out), iters=iters)
-    res = run_sandboxed(argv, work, 900, name=tag)
+    res = run_sandboxed([*argv[:-2], *extra, *argv[-2:]], work, 900, name=tag)
     return _timings(read_result(out) if out.is_file() else None, tag, res.stderr)
 
 
@@ -90,18 +92,23 @@ def load_saved(path: str) -> list[dict]:
         return {k if k == "floor" else int(k): t for k, t in run.items()}
 
     for entry in entries:
-        entry["runs"] = {tag: {side: keyed(r) for side, r in run.items()} if tag.startswith("after") else keyed(run)
-                         for tag, run in entry["runs"].items()}
+        paired = entry["runs"].get("protocol") == "interleaved"
+        entry["runs"] = {tag: run if tag == "protocol" else {side: keyed(r) for side, r in run.items()}
+                         if paired and tag.startswith("after") else keyed(run) for tag, run in entry["runs"].items()}
     return entries
 
 
 def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
     """One task's row (P repeat before and after) and its rows per size (call time, empty call, worse CV of each)."""
     ref = runs["reference"]
-    repeat = {"before": abs(p_of(spec, runs["before-1"], ref) / p_of(spec, runs["before-2"], ref) - 1),
-              "after": abs(p_of_pair(spec, runs["after-1"]) / p_of_pair(spec, runs["after-2"]) - 1)}
     solo = [runs["before-1"], runs["before-2"]]
-    paired = [r[side] for r in (runs["after-1"], runs["after-2"]) for side in ("candidate", "baseline")]
+    if runs.get("protocol") == "interleaved":
+        after = abs(p_of_pair(spec, runs["after-1"]) / p_of_pair(spec, runs["after-2"]) - 1)
+        paired = [r[side] for r in (runs["after-1"], runs["after-2"]) for side in ("candidate", "baseline")]
+    else:
+        after = abs(p_of(spec, runs["after-1"], ref) / p_of(spec, runs["after-2"], ref) - 1)
+        paired = [runs["after-1"], runs["after-2"]]
+    repeat = {"before": abs(p_of(spec, runs["before-1"], ref) / p_of(spec, runs["before-2"], ref) - 1), "after": after}
     floors = [r.get("floor") for r in solo + paired if r.get("floor")]
     sizes_rows = []
     for i, size in enumerate(spec.sizes):
@@ -116,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", help="only these operators (repeatable)")
     parser.add_argument("--precision", choices=PRECISIONS)
     parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--after", choices=("batched", "interleaved"), default="batched",
+                        help="what the 'after' runs measure (default: batched)")
     parser.add_argument("--json", help="write every timing here")
     parser.add_argument("--resume", help="an earlier --json: its tasks are kept (tables included), not timed again")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds")
@@ -162,7 +171,12 @@ def main(argv: list[str] | None = None) -> int:
         work = root / f"{spec.name}-{precision}"
         runs = {tag: time_once(exe, spec, precision, work, args.iters, tag)
                 for tag in ("before-1", "before-2", "reference")}
-        runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
+        if args.after == "interleaved":
+            runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
+        else:
+            runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, BATCHED)
+                     for tag in ("after-1", "after-2")}
+        runs["protocol"] = args.after
         if any(r is None for r in runs.values()):
             continue
         saved.append({"task": spec.name, "precision": precision, "runs": runs})

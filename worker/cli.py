@@ -108,7 +108,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         warmup=getattr(args, "warmup", WARMUP),
         profile=getattr(args, "profile", "none"),
         use_baseline_cache=not getattr(args, "no_baseline_cache", False),
-        interleave=not getattr(args, "no_interleave", False),
+        interleave=getattr(args, "interleave", False),
         harness_dir=args.harness_dir,
         torch_compile=getattr(args, "torch_compile", False),
     )
@@ -306,9 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--warmup", type=int, default=WARMUP)
         p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="none")
         p.add_argument("--no-baseline-cache", action="store_true", help="time the baseline again")
-        p.add_argument("--no-interleave", action="store_true",
-                       help="C/CUDA: time the candidate alone and divide by the baseline timed alone (cached), "
-                            "not by the baseline timed beside it turn by turn")
+        p.add_argument("--interleave", action="store_true",
+                       help="C/CUDA: time the candidate and its baseline at once, taking turns on the GPU, and "
+                            "divide by that baseline (not the cached one); docs/evaluation.md")
         p.add_argument("--torch-compile", action="store_true",
                        help="KernelBench tasks: also time torch.compile(Model) as the expert reference")
         p.add_argument("--keep", action="store_true", help="keep the scratch folder (printed on stderr)")

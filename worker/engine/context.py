@@ -40,8 +40,9 @@ class EvalOptions:
     thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)
     use_baseline_cache: bool = True
     # C/CUDA: time the candidate and its baseline at the same time, taking turns on the GPU, and divide by that
-    # baseline (docs/evaluation.md, "Interleaved timing"); False: against the baseline timed alone (cached).
-    interleave: bool = True
+    # baseline (docs/evaluation.md, "Interleaved timing"). Off: on a 4-GPU H200 host it made P less repeatable
+    # than the baseline timed alone and cached (docs/benchmarks.md, "Repeatability").
+    interleave: bool = False
     check_timeout_s: float = 180.0
     time_timeout_s: float = 600.0
     profile_timeout_s: float = 600.0

@@ -187,6 +187,6 @@ def test_two_children_in_turns_alternate_and_one_that_ends_early_leaves_the_othe
     assert first.returncode == 0 and second.returncode == 0, (first.stderr, second.stderr)
     assert len(first_turns) == 3 and len(second_turns) == 8
     merged = sorted([(a, b, "first") for a, b in first_turns] + [(a, b, "second") for a, b in second_turns])
-    assert all(prev[1] <= nxt[0] for prev, nxt in zip(merged, merged[1:])), "two turns overlapped"
+    assert all(prev[1] <= nxt[0] for prev, nxt in zip(merged, merged[1:], strict=False)), "two turns overlapped"
     assert [who for *_, who in merged] == ["first", "second"] * 3 + ["second"] * 5
     assert time.monotonic() - started < 20  # nobody waited for a turn that never came

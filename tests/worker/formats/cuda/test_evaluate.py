@@ -26,28 +26,28 @@ def test_a_correct_candidate_is_timed_and_scored(scale_spec, cpu_chain, cpu_opti
         sum(w * s.speedup for w, s in zip(weights, ev.sizes, strict=True)) / sum(weights)
     )
     assert ev.compile is not None and ev.compile.ok and ev.gpu == "CPU stand-in"
-    assert {"compile", "check", "time", "total"} <= set(ev.phases)
-    assert not ev.baseline_cached  # interleaved: the baseline was timed beside the candidate, now
+    assert {"compile", "check", "time", "time_baseline", "total"} <= set(ev.phases)
 
 
 def test_interleaved_timing_takes_turns_so_the_candidate_and_the_baseline_never_run_at_once(
         scale_spec, cpu_chain, cpu_options, tmp_path):
     work = tmp_path / "work"
-    ev = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu", work_dir=work)
+    ev = run(scale_spec, cpu_chain, dataclasses.replace(cpu_options, interleave=True), "scale_good.cu", work_dir=work)
     assert ev.verdict == Verdict.OK, ev.reason
+    assert not ev.baseline_cached and "time_baseline" not in ev.phases
     cand = json.loads((work / "candidate" / "time-candidate.json").read_text())
     ref = json.loads((work / "reference" / "time-baseline.json").read_text())
     turns = len(scale_spec.sizes) * (1 + cpu_options.iters)  # per size: the warm-up, then one per sample
     assert len(cand["turns"]) == len(ref["turns"]) == turns
     merged = sorted([(a, b, "candidate") for a, b in cand["turns"]] + [(a, b, "baseline") for a, b in ref["turns"]])
-    assert all(prev[1] <= nxt[0] for prev, nxt in zip(merged, merged[1:])), "two turns overlapped"
+    assert all(prev[1] <= nxt[0] for prev, nxt in zip(merged, merged[1:], strict=False)), "two turns overlapped"
     assert [who for *_, who in merged] == ["candidate", "baseline"] * turns  # strictly alternating, candidate first
     # P divides by these baseline times, not by a cached solo run.
     assert [s.baseline.mean_ms for s in ev.sizes] == pytest.approx([s["timing"]["mean_ms"] for s in ref["sizes"]])
 
 
-def test_baseline_times_are_reused_from_the_cache_when_not_interleaved(scale_spec, cpu_chain, cpu_options):
-    solo = dataclasses.replace(cpu_options, interleave=False)
+def test_baseline_times_are_reused_from_the_cache(scale_spec, cpu_chain, cpu_options):
+    solo = cpu_options
     first = run(scale_spec, cpu_chain, solo, "scale_good.cu")
     second = run(scale_spec, cpu_chain, solo, "scale_good.cu")
     assert not first.baseline_cached and second.baseline_cached

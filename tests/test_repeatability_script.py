@@ -1,0 +1,44 @@
+"""bench/repeatability.py without a GPU: its tables and summary lines from a resumed JSON of both kinds of "after"
+run (batched processes alone, interleaved pairs), so P repeat is computed the way docs/benchmarks.md reports it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).parents[1]
+_spec = importlib.util.spec_from_file_location("repeatability", REPO / "bench" / "repeatability.py")
+repeatability = importlib.util.module_from_spec(_spec)
+sys.modules["repeatability"] = repeatability
+_spec.loader.exec_module(repeatability)
+
+
+def timing(ms: float, cv: float = 0.01) -> dict:
+    return {"mean_ms": ms, "cv": cv}
+
+
+def run(scale: float, cv: float = 0.01) -> dict:
+    """vector_add's five sizes, every time `scale` x 0.1 ms; the empty call 0.01 ms."""
+    return {**{str(i): timing(0.1 * scale, cv) for i in range(5)}, "floor": 0.01}
+
+
+def test_p_repeat_is_computed_against_the_reference_alone_and_within_each_pair_interleaved(tmp_path, capsys):
+    saved = [
+        {"task": "vector_add", "precision": "fp32", "runs": {  # alone: 1 % apart; batched: 5 % apart
+            "protocol": "batched", "reference": run(1.0), "before-1": run(1.0), "before-2": run(1.01),
+            "after-1": run(1.0), "after-2": run(1.05, cv=0.03)}},
+        {"task": "elu", "precision": "fp32", "runs": {  # the second pair's host 30 % slower on both sides
+            "protocol": "interleaved", "reference": run(1.0), "before-1": run(1.0), "before-2": run(1.3),
+            "after-1": {"candidate": run(1.0), "baseline": run(1.0)},
+            "after-2": {"candidate": run(1.3), "baseline": run(1.3)}}},
+    ]
+    path = tmp_path / "resume.json"
+    path.write_text(json.dumps(saved))
+    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| vector_add | fp32 | 5 | 100.0 - 100.0 | 1.00% | 5.00% | 0 of 5 | 5 of 5 |" in out
+    assert "before: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu alone: 30 % apart
+    assert "after: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu interleaved: the drift divides out
+    assert "| vector_add | fp32 | N=1024 | 100.0 | 10.0 | 1.00% | 3.00% |" in out

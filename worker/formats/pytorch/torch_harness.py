@@ -371,9 +371,14 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
         def call():
             return module(*inputs)
 
-        for _ in range(max(args.warmup, 1)):
+        # By time as well as by count, as the C/CUDA harness does: an idle GPU starts at its idle clock (345 MHz
+        # on an H200), and three calls of a millisecond leave the first timed calls slow (CV 30 %).
+        started, calls = time.perf_counter(), 0
+        while calls < max(args.warmup, 1) or ((time.perf_counter() - started) * 1e3 < args.warmup_ms and calls < 1000):
             call()
-        sync(task.device)
+            sync(task.device)
+            calls += 1
+        result["warmup_calls"], result["warmup_ms"] = calls, (time.perf_counter() - started) * 1e3
         checkpoint(f"timed calls ({args.impl})")
         # Every timed call on fresh inputs in the same buffers; a candidate's outputs checked after each call.
         fresh = timing.FreshInputs(task, inputs)
@@ -510,6 +515,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed-base", type=int, default=20251122)
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup-ms", type=float, default=100.0, help="time mode: warm up for at least this long")
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--rtol", type=float, default=1e-4)

@@ -7,6 +7,7 @@ Tests marked gpu run the same protocol with inline CUDA on a real GPU.
 """
 
 import dataclasses
+import json
 import math
 import os
 import shutil
@@ -94,6 +95,17 @@ def test_a_reference_equivalent_candidate_is_correct_timed_and_scored(scale_add,
     assert ev.gpu == "CPU stand-in" and ev.toolchain["torch_device"] == "cpu" and ev.toolchain["torch"]
     assert any("check ModelNew against Model" in m for m in seen)
     assert Evaluation.from_json(ev.to_json()) == ev
+
+
+def test_timing_warms_up_for_a_tenth_of_a_second_or_a_thousand_calls_not_only_three(scale_add, options,
+                                                                                    stand_in_chain, tmp_path):
+    ev = run(scale_add, options, stand_in_chain, "cpu_good.py", work_dir=tmp_path / "work")
+    assert ev.verdict == Verdict.OK, ev.reason
+    timed = [json.loads(p.read_text()) for p in (tmp_path / "work").rglob("*.json")]
+    warm = [r for r in timed if isinstance(r, dict) and "warmup_ms" in r]
+    # Until 100 ms have passed, or 1000 calls (this CPU stand-in's calls take microseconds), never just three.
+    assert warm and all((r["warmup_ms"] >= 100 or r["warmup_calls"] == 1000) and r["warmup_calls"] > 3
+                        for r in warm), warm
 
 
 def test_a_second_evaluation_reuses_the_extension_build_and_the_baseline_time(scale_add, options, stand_in_chain):

@@ -1,17 +1,19 @@
-"""Timing repeatability of the C/CUDA harness, before and after interleaved timing (docs/benchmarks.md).
+"""Timing repeatability of the C/CUDA harness, alone per call and in the protocol under test (docs/benchmarks.md).
 
     python bench/repeatability.py [--task softmax ...] [--precision fp32] [--iters 50] [--json out.json]
-                                  [--resume earlier.json]
+                                  [--resume earlier.json] [--after batched|interleaved]
 
 For every task (and precision) the baseline-only harness is built once; then, one process (or pair) after
 another on an otherwise idle GPU, its baseline is timed in `time` mode as if it were a candidate:
 
-- "before", the baseline timed alone (the protocol with --no-interleave): two processes, and a third as the
+- "before", the evaluator's default: each process alone, one launch per event pair. A first process is the
   reference every P is computed against (P_k = sum_i w_i * ref_i / t_k,i / sum_i w_i, w_i the size's
-  complexity, as the scoring does);
-- "after", interleaved timing (the default, docs/evaluation.md): twice a pair of processes timing at once and
-  taking turns on the GPU, one as the candidate and one as the baseline; P_k = sum_i w_i * base_k,i / cand_k,i /
-  sum_i w_i, from the pair's own two sides.
+  complexity, as the scoring does), then two more;
+- "after", twice, the protocol under test. `batched` (the default): the sizes whose reference call is under
+  50 us timed in batches, the counts decided once from the reference (`--batch-fixed`), as the evaluator does
+  with `batch_below_ms` (docs/evaluation.md, "Batching short calls"). `interleaved`: a pair of processes timing
+  at once and taking turns on the GPU, one as the candidate and one as the baseline, P from the pair's own two
+  sides (docs/evaluation.md, "Interleaved timing").
 
 repeat = |P_1 / P_2 - 1| between the two runs of a protocol. Per size it prints the call's time, the CV (the
 worse of the protocol's runs, both sides of a pair) and the harness's empty call (a launch and a synchronize, the
@@ -38,13 +40,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worker.engine import toolchain as tc  # noqa: E402
 from worker.engine.harness import harness_argv, read_result, run_interleaved  # noqa: E402
+from worker.engine.results import TimingStats  # noqa: E402
 from worker.engine.sandbox import run as run_sandboxed  # noqa: E402
 from worker.engine.taskspec import PRECISIONS  # noqa: E402
+from worker.engine.timing import batches_for  # noqa: E402
 from worker.formats.cuda.build import build, default_cache_dir  # noqa: E402
 from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
-BATCHED = ("--batch-below-ms", "0.05")  # calls under 50 us timed in batches on distinct buffer sets
+BATCH_BELOW_MS = 0.05  # batched: sizes whose reference call is under 50 us, in batches decided from it
 
 
 def _timings(data: dict | None, tag: str, stderr: str) -> dict | None:
@@ -170,11 +174,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         work = root / f"{spec.name}-{precision}"
         runs = {tag: time_once(exe, spec, precision, work, args.iters, tag)
-                for tag in ("before-1", "before-2", "reference")}
+                for tag in ("reference", "before-1", "before-2")}
         if args.after == "interleaved":
             runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
-        else:
-            runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, BATCHED)
+        elif runs["reference"] is not None:  # the evaluator's batches: decided once, from the per-call times
+            ref = {i: TimingStats.from_dict(t) for i, t in runs["reference"].items() if i != "floor"}
+            batches = batches_for(ref, len(spec.sizes), BATCH_BELOW_MS)
+            fixed = ("--batch-fixed", ",".join(map(str, batches))) if any(b > 1 for b in batches) else ()
+            runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
                      for tag in ("after-1", "after-2")}
         runs["protocol"] = args.after
         if any(r is None for r in runs.values()):

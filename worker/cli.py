@@ -109,6 +109,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         profile=getattr(args, "profile", "none"),
         use_baseline_cache=not getattr(args, "no_baseline_cache", False),
         interleave=getattr(args, "interleave", False),
+        batch_below_ms=getattr(args, "batch_below_ms", 0.0),
         harness_dir=args.harness_dir,
         torch_compile=getattr(args, "torch_compile", False),
     )
@@ -306,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--warmup", type=int, default=WARMUP)
         p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="none")
         p.add_argument("--no-baseline-cache", action="store_true", help="time the baseline again")
+        p.add_argument("--batch-below-ms", type=float, default=0.0, metavar="MS",
+                       help="C/CUDA: time sizes whose baseline call is shorter than MS in batches of launches, the "
+                            "same for the baseline and the candidate (docs/evaluation.md); default 0: off")
         p.add_argument("--interleave", action="store_true",
                        help="C/CUDA: time the candidate and its baseline at once, taking turns on the GPU, and "
                             "divide by that baseline (not the cached one); docs/evaluation.md")

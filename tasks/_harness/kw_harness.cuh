@@ -268,6 +268,9 @@ struct Options {
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
   int max_batch = 64;
+  // time: launches per sample for each size, decided once by the evaluator from the baseline's cached per-call
+  // time (so the baseline and every candidate are timed alike, in every process); replaces batch_below_ms.
+  std::vector<int> batch_fixed;
   // How the host waits in cudaDeviceSynchronize (cudaSetDeviceFlags before the context exists): auto (the
   // driver's choice), spin, yield or block. Every timed call ends in such a wait, so its wake-up latency is
   // part of every time (docs/benchmarks.md, "Repeatability").
@@ -400,6 +403,16 @@ inline Options parse_options(int argc, char** argv) {
         fail("bad_args", "--sync-wait must be auto, spin, yield or block, not '" + value + "'");
       }
       o.sync_wait = value;
+    } else if (flag == "--batch-fixed") {
+      o.batch_fixed.clear();
+      size_t start = 0;
+      while (start <= value.size()) {
+        const size_t comma = value.find(',', start);
+        const std::string item = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        o.batch_fixed.push_back(int(parse_integer(flag, item, 1)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -430,6 +443,10 @@ inline Options parse_options(int argc, char** argv) {
   }
   if (o.mode == Mode::compare && o.impl != Impl::baseline) fail("bad_args", "--mode compare runs the baseline only");
   if (o.turn_in >= 0 && o.mode != Mode::time) fail("bad_args", "--turn-fds is for --mode time only");
+  if (!o.batch_fixed.empty() && o.batch_fixed.size() != o.sizes.size()) {
+    fail("bad_args", "--batch-fixed needs one launch count per --size (" + std::to_string(o.batch_fixed.size()) +
+                         " for " + std::to_string(o.sizes.size()) + " sizes)");
+  }
   return o;
 }
 
@@ -1628,7 +1645,9 @@ class Driver {
       warm.push_back(timed_warmup(*sets[0]));
       warmed += warm.back();
     }
-    const int batch = batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes());
+    const int batch = opt_.batch_fixed.empty()
+                          ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())
+                          : fit_in_memory(opt_.batch_fixed[rec.index], sets[0]->device_bytes());
     for (int b = 1; b < batch; ++b) sets.push_back(make_case(rec.index, seed + 0x9e3779b9ULL * uint64_t(b)));
     std::vector<std::vector<void*>> saved(checked ? sets.size() : 0);  // a checked call's outputs, set aside
     for (size_t b = 0; b < saved.size(); ++b) {
@@ -1726,8 +1745,11 @@ class Driver {
   // max_batch, and no more buffer sets (with their expected outputs) than fit in a quarter of free memory.
   int batch_size(double call_ms, size_t set_bytes) const {
     if (call_ms >= opt_.batch_below_ms || opt_.max_batch <= 1) return 1;
-    int b = int(std::ceil(opt_.batch_target_ms / std::max(call_ms, 1e-4)));
-    b = std::min(std::max(b, 1), opt_.max_batch);
+    const int b = int(std::ceil(opt_.batch_target_ms / std::max(call_ms, 1e-4)));
+    return fit_in_memory(std::min(std::max(b, 1), opt_.max_batch), set_bytes);
+  }
+
+  int fit_in_memory(int b, size_t set_bytes) const {
     size_t free_bytes = 0, total = 0;
     if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess && set_bytes > 0) {
       const size_t fit = free_bytes / 4 / (2 * set_bytes);

@@ -43,6 +43,10 @@ class EvalOptions:
     # baseline (docs/evaluation.md, "Interleaved timing"). Off: on a 4-GPU H200 host it made P less repeatable
     # than the baseline timed alone and cached (docs/benchmarks.md, "Repeatability").
     interleave: bool = False
+    # C/CUDA: sizes whose baseline call takes less than this (ms) are timed in batches of launches, the same
+    # number for the baseline and every candidate, decided once from the baseline's cached per-call time
+    # (docs/evaluation.md, "Batching short calls"). 0: off.
+    batch_below_ms: float = 0.0
     check_timeout_s: float = 180.0
     time_timeout_s: float = 600.0
     profile_timeout_s: float = 600.0

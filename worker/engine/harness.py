@@ -89,6 +89,7 @@ def harness_argv(
     iters: int = ITERS,
     evidence_fd: int | None = None,
     turn_fds: tuple[int, int] | None = None,
+    batches: list[int] | None = None,
     lockdown: bool = False,
 ) -> list[str]:
     argv = [exe, "--mode", mode, "--impl", impl]
@@ -119,6 +120,8 @@ def harness_argv(
         tol = spec.tolerance(precision)
         argv += ["--seed-base", str(seed_base), "--warmup", str(warmup), "--iters", str(iters),
                  "--atol", repr(tol.atol), "--rtol", repr(tol.rtol)]
+        if batches and any(b > 1 for b in batches):  # batched timing, decided once per task and size
+            argv += ["--batch-fixed", ",".join(str(b) for b in batches)]
     else:
         argv += ["--seed-base", str(seed_base)]
     return argv + ["--out", out]
@@ -229,7 +232,7 @@ def run_harness(
     name: str | None = None,
     evidence_fd: int | None = None,
     turn_fds: tuple[int, int] | None = None,
-    **kwargs: int,
+    **kwargs: Any,
 ) -> HarnessRun:
     """One harness process (optionally under a tool given as `prefix`, e.g. compute-sanitizer)."""
     tag = name or f"{mode}-{impl}"
@@ -351,7 +354,7 @@ def run_interleaved(
     timeout_s: float,
     *,
     candidate_impl: str = "candidate",
-    **kwargs: int,
+    **kwargs: Any,
 ) -> InterleavedRun:
     """`kwbench --mode time --impl candidate` and `kwref --mode time --impl baseline`, turn by turn."""
     cand, ref = run_in_turns(

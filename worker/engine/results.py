@@ -105,6 +105,7 @@ class TimingStats(_Serializable):
     std_ms: float
     cv: float  # std / mean
     host_mean_ms: float | None = None
+    batch: int = 1  # launches per sample (C/CUDA batched timing); each sample is one call's share
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TimingStats:

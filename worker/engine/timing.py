@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -57,6 +58,22 @@ def stats_from_samples(samples: Sequence[float], host: Sequence[float] | None = 
         cv=std / mean if mean > 0 else 0.0,
         host_mean_ms=statistics.fmean(host) if host else None,
     )
+
+
+def batches_for(times: dict[int, TimingStats], sizes: int, below_ms: float, target_ms: float = 0.5,
+                max_batch: int = 64) -> list[int]:
+    """Launches per sample for each size, decided once from the baseline's per-call times (C/CUDA batched
+    timing, docs/evaluation.md): 1 for a size whose call takes below_ms or longer, else enough calls for target_ms,
+    at most max_batch. Every process then times that size alike, the baseline's and every candidate's, where a
+    decision from each process's own warm-up flipped between processes near the threshold."""
+    out = []
+    for i in range(sizes):
+        t = times.get(i)
+        if below_ms <= 0 or t is None or t.mean_ms >= below_ms:
+            out.append(1)
+        else:
+            out.append(max(1, min(max_batch, math.ceil(target_ms / max(t.mean_ms, 1e-4)))))
+    return out
 
 
 def timing_of(entry: dict[str, Any]) -> TimingStats | None:

@@ -5,7 +5,7 @@ import statistics
 
 from worker.engine.context import EvalOptions
 from worker.engine.results import TimingStats
-from worker.engine.timing import TimingCache, cache_key, stats_from_samples, timing_of, timings_by_size
+from worker.engine.timing import TimingCache, batches_for, cache_key, stats_from_samples, timing_of, timings_by_size
 
 
 def test_statistics_of_samples():
@@ -63,3 +63,14 @@ def test_a_timing_that_adds_up_to_more_than_the_process_ran_is_refused():
     torch_like = {"samples_ms": [10.0] * 100}
     assert timed_total_ms(torch_like) == 1000.0
     assert beyond_wall_time(torch_like, 2.0) == "" and beyond_wall_time(torch_like, 0.5) != ""
+
+
+def test_batches_are_decided_from_the_baselines_per_call_times_once_per_size():
+    def t(ms: float) -> TimingStats:
+        return TimingStats(samples=50, mean_ms=ms, median_ms=ms, min_ms=ms, max_ms=ms, std_ms=0.0, cv=0.0)
+
+    times = {0: t(0.004), 1: t(0.02), 2: t(0.05), 3: t(2.0)}
+    # 0.5 ms per sample: 125 calls capped at 64; 25 calls; at the threshold and above: one call per sample
+    assert batches_for(times, 4, below_ms=0.05) == [64, 25, 1, 1]
+    assert batches_for(times, 4, below_ms=0.0) == [1, 1, 1, 1]  # off
+    assert batches_for({0: t(0.01)}, 2, below_ms=0.05) == [50, 1]  # a size without a time is not batched

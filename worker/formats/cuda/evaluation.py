@@ -33,7 +33,7 @@ from worker.engine.harness import (
 )
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
 from worker.engine.scoring import score_sizes
-from worker.engine.timing import TimingCache, beyond_wall_time, timings_by_size
+from worker.engine.timing import TimingCache, batches_for, beyond_wall_time, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
 from worker.formats.cuda.spec import TaskSpec
 from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
@@ -50,6 +50,7 @@ class _Context(EvalContext):
         self.reference_exe = ""  # the same harness linked without the candidate: baseline runs and verdicts
         self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
         self.trusted = False  # the task's own library reference: no static checks, no object check
+        self.batches: list[int] | None = None  # launches per sample for each size, once the baseline decided them
 
     def sizes(self) -> list[SizeResult]:
         return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
@@ -83,6 +84,7 @@ class _Context(EvalContext):
                 seed_base=o.seed_base,
                 warmup=o.warmup,
                 iters=o.iters,
+                batches=self.batches if mode == "time" else None,
             )
 
     def folder(self, reference: bool) -> Path:
@@ -96,7 +98,7 @@ class _Context(EvalContext):
         with self.gpu():
             return run_interleaved(self.exe, self.reference_exe, self.spec, self.precision, sizes,
                                    self.folder(False), self.folder(True), timeout_s, seed_base=o.seed_base,
-                                   warmup=o.warmup, iters=o.iters)
+                                   warmup=o.warmup, iters=o.iters, batches=self.batches)
 
     def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
         """The check: the candidate's process sends its buffers, the reference's process decides."""
@@ -325,6 +327,10 @@ def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], 
         ctx.progress(f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)")
         with ctx.phase("time"):
             return ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s), baseline, cached
+    if o.batch_below_ms > 0:  # the batches come from the baseline's cached per-call times
+        decided, _ = _baseline_times(ctx)
+        if isinstance(decided, Evaluation):
+            return decided
     ctx.progress(f"{spec.name}/{precision}: time candidate and baseline, turn by turn ({o.warmup} warm-up + "
                  f"{o.iters} timed calls per size each)")
     with ctx.phase("time"):
@@ -479,6 +485,7 @@ def baseline_cache(ctx: _Context) -> TimingCache:
         "warmup": o.warmup,
         "iters": o.iters,
         "seed_base": o.seed_base,
+        "batch_below_ms": o.batch_below_ms,
         "nvcc": ctx.chain.nvcc_version,
     }
     return TimingCache(o, f"{spec.name}-{ctx.precision}", parts)
@@ -490,12 +497,14 @@ def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation,
 
     def decode(data: dict[str, Any]) -> dict[int, TimingStats] | None:
         times = {int(k): TimingStats.from_dict(v) for k, v in data["timings"].items()}
-        return times if len(times) == len(ctx.spec.sizes) else None
+        ctx.batches = [int(b) for b in data.get("batches") or [1] * len(ctx.spec.sizes)]
+        return times if len(times) == len(ctx.spec.sizes) == len(ctx.batches) else None
 
     cached = cache.load(decode)
     if cached is not None:
         ctx.progress(f"{ctx.spec.name}/{ctx.precision}: baseline times from cache")
         return cached, True
+    ctx.batches = None
     ctx.progress(
         f"{ctx.spec.name}/{ctx.precision}: time baseline ({o.warmup} warm-up + {o.iters} timed calls)"
     )
@@ -507,12 +516,25 @@ def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation,
             crashed, reason="the baseline failed while timing (a task problem): " + crashed.reason
         ), False
     times = timings_by_size(run.data)
+    batches = batches_for(times, len(ctx.spec.sizes), o.batch_below_ms)
+    if any(b > 1 for b in batches):  # timed again as every candidate will be: these sizes in batches
+        ctx.batches = batches
+        ctx.progress(f"{ctx.spec.name}/{ctx.precision}: time baseline again, in batches ({batches})")
+        with ctx.phase("time_baseline"):
+            run = ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s, name="time-baseline-batched",
+                          reference=True)
+        if not run.ok:
+            crashed = _crashed(ctx, run, sizes=ctx.sizes(), kind="baseline")
+            return replace(crashed, reason="the baseline failed while timed in batches (a task problem): "
+                           + crashed.reason), False
+        times = timings_by_size(run.data)
     if len(times) == len(ctx.spec.sizes):
         cache.store({
             "task": ctx.spec.name,
             "precision": ctx.precision,
             "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "",
             "timings": {str(k): v.to_dict() for k, v in times.items()},
+            "batches": batches,
         })
     return times, False
 

@@ -8,6 +8,7 @@ import pytest
 
 from tests.worker.conftest import candidate
 from worker.engine.results import Evaluation, Verdict
+from worker.engine.timing import batches_for, timings_by_size
 from worker.formats.cuda.evaluation import evaluate, evaluate_baseline, validate
 
 
@@ -44,6 +45,23 @@ def test_interleaved_timing_takes_turns_so_the_candidate_and_the_baseline_never_
     assert [who for *_, who in merged] == ["candidate", "baseline"] * turns  # strictly alternating, candidate first
     # P divides by these baseline times, not by a cached solo run.
     assert [s.baseline.mean_ms for s in ev.sizes] == pytest.approx([s["timing"]["mean_ms"] for s in ref["sizes"]])
+
+
+def test_short_calls_are_timed_in_the_same_batches_for_the_baseline_and_every_candidate(scale_spec, cpu_chain,
+                                                                                         cpu_options, tmp_path):
+    batched = dataclasses.replace(cpu_options, batch_below_ms=1e6)  # every size of this CPU task counts as short
+    work = tmp_path / "work"
+    first = run(scale_spec, cpu_chain, batched, "scale_good.cu", work_dir=work)
+    assert first.verdict == Verdict.OK, first.reason
+    # The baseline timed per call, the batches decided from that, the baseline timed again in them.
+    per_call = json.loads((work / "reference" / "time-baseline.json").read_text())
+    decided = batches_for(timings_by_size(per_call), len(scale_spec.sizes), 1e6)
+    assert all(b > 1 for b in decided)
+    assert [s.baseline.batch for s in first.sizes] == [s.candidate.batch for s in first.sizes] == decided
+    (entry,) = [json.loads(p.read_text()) for p in (tmp_path / "timings").glob("*.json")]
+    assert entry["batches"] == decided
+    second = run(scale_spec, cpu_chain, batched, "scale_good.cu")  # from the cache: the same batches
+    assert second.baseline_cached and [s.candidate.batch for s in second.sizes] == decided
 
 
 def test_baseline_times_are_reused_from_the_cache(scale_spec, cpu_chain, cpu_options):

@@ -22,7 +22,7 @@ from worker.engine import confine, ncu
 from worker.engine import toolchain as tc
 from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 from worker.engine.results import Evaluation, Verdict
-from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP
+from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP, WARMUP_MS
 
 Progress = Callable[[str], None]
 
@@ -35,6 +35,7 @@ class EvalOptions:
     seeds: int = SEEDS
     seed_base: int = SEED_BASE
     warmup: int = WARMUP
+    warmup_ms: float = WARMUP_MS
     iters: int = ITERS
     profile: str = "none"  # filtered | full | none
     thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from worker.engine import confine, sandbox
 from worker.engine.results import CrashInfo
-from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP
+from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP, WARMUP_MS
 
 # CUDA error text (cudaGetErrorString) and enum names -> crash kind.
 CUDA_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -86,6 +86,7 @@ def harness_argv(
     seeds: int = SEEDS,
     seed_base: int = SEED_BASE,
     warmup: int = WARMUP,
+    warmup_ms: float = WARMUP_MS,
     iters: int = ITERS,
     evidence_fd: int | None = None,
     turn_fds: tuple[int, int] | None = None,
@@ -118,8 +119,8 @@ def harness_argv(
     elif mode == "time":
         # The tolerance too: every timed call's output is compared with the baseline's (kw_timed.cuh).
         tol = spec.tolerance(precision)
-        argv += ["--seed-base", str(seed_base), "--warmup", str(warmup), "--iters", str(iters),
-                 "--atol", repr(tol.atol), "--rtol", repr(tol.rtol)]
+        argv += ["--seed-base", str(seed_base), "--warmup", str(warmup), "--warmup-ms", repr(warmup_ms),
+                 "--iters", str(iters), "--atol", repr(tol.atol), "--rtol", repr(tol.rtol)]
         if batches and any(b > 1 for b in batches):  # batched timing, decided once per task and size
             argv += ["--batch-fixed", ",".join(str(b) for b in batches)]
     else:

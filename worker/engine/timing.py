@@ -39,6 +39,7 @@ class CacheOptions(Protocol):
 # The protocol's defaults (EvalOptions and the C/CUDA harness's command line take them from here): untimed
 # warm-up calls, then timed calls; correctness seeds and the first seed.
 WARMUP = 3
+WARMUP_MS = 100.0  # and warm-up calls go on until they have run this long, so the GPU's clock has ramped up
 ITERS = 50
 SEEDS = 3
 SEED_BASE = 20251122

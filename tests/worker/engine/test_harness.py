@@ -148,8 +148,14 @@ def test_builds_the_documented_command_line(scale_spec):
         "./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json", iters=7, warmup=1
     )
     tol = spec.tolerance("bf16")
-    assert timed[-12:] == ["--seed-base", "20251122", "--warmup", "1", "--iters", "7", "--atol", repr(tol.atol),
-                           "--rtol", repr(tol.rtol), "--out", "t.json"]
+    assert timed[-14:] == ["--seed-base", "20251122", "--warmup", "1", "--warmup-ms", "100.0", "--iters", "7",
+                           "--atol", repr(tol.atol), "--rtol", repr(tol.rtol), "--out", "t.json"]
+    batched = harness_argv("./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}, {"N": 16}], "t.json",
+                           batches=[1, 25])
+    assert batched[batched.index("--batch-fixed") + 1] == "1,25"
+    # All ones: the per-call protocol, nothing to pass
+    assert "--batch-fixed" not in harness_argv("./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json",
+                                               batches=[1])
     assert format_size({"M": 64.0, "K": 128}) == "M=64,K=128"
 
 

@@ -83,6 +83,7 @@ class _Context(EvalContext):
                 seeds=seeds or o.seeds,
                 seed_base=o.seed_base,
                 warmup=o.warmup,
+                warmup_ms=o.warmup_ms,
                 iters=o.iters,
                 batches=self.batches if mode == "time" else None,
             )
@@ -98,7 +99,7 @@ class _Context(EvalContext):
         with self.gpu():
             return run_interleaved(self.exe, self.reference_exe, self.spec, self.precision, sizes,
                                    self.folder(False), self.folder(True), timeout_s, seed_base=o.seed_base,
-                                   warmup=o.warmup, iters=o.iters, batches=self.batches)
+                                   warmup=o.warmup, warmup_ms=o.warmup_ms, iters=o.iters, batches=self.batches)
 
     def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
         """The check: the candidate's process sends its buffers, the reference's process decides."""
@@ -483,6 +484,7 @@ def baseline_cache(ctx: _Context) -> TimingCache:
         "sizes": [format_size(s) for s in spec.sizes],
         "constants": spec.constants,
         "warmup": o.warmup,
+        "warmup_ms": o.warmup_ms,
         "iters": o.iters,
         "seed_base": o.seed_base,
         "batch_below_ms": o.batch_below_ms,

@@ -291,6 +291,7 @@ def timing_cache(ctx: TorchContext, impl: str) -> TimingCache:
         "harness": file_digest(HARNESS),
         "timed": file_digest(TIMED),
         "warmup": o.warmup,
+        "warmup_ms": o.warmup_ms,
         "iters": o.iters,
         "seed_base": o.seed_base,
     }

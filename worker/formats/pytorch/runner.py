@@ -188,7 +188,8 @@ class TorchContext(EvalContext):
             *(prefix or []), sys.executable, "-I", "-B", str(HARNESS), "--mode", mode,
             "--task-dir", str(self.spec.directory.resolve()), "--model", self.spec.model_file, "--impl", impl,
             "--precision", self.precision, "--device", self.device, "--seed-base", str(o.seed_base),
-            "--trials", str(trials or o.torch_trials), "--warmup", str(o.warmup), "--iters", str(o.iters),
+            "--trials", str(trials or o.torch_trials), "--warmup", str(o.warmup), "--warmup-ms", repr(o.warmup_ms),
+            "--iters", str(o.iters),
             "--atol", repr(tol.atol), "--rtol", repr(tol.rtol), "--out", str(out), *(extra or []),
         ]
         if evidence_fd is not None:

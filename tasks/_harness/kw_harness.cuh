@@ -1507,16 +1507,7 @@ class Driver {
     std::vector<double> v;
     for (int it = 0; it < 120; ++it) {
       cuda_check(cudaDeviceSynchronize(), "synchronize before an empty call");
-      cuda_check(cudaEventRecord(start_, 0), "record start event");
-      timed::empty_kernel<<<1, 32>>>();
-      const cudaError_t launch = cudaGetLastError();
-      const cudaError_t sync = cudaDeviceSynchronize();
-      cuda_check(launch, "empty call");
-      cuda_check(sync, "empty call");
-      cuda_check(cudaEventRecord(stop_, 0), "record stop event");
-      cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
-      float ms = 0;
-      cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      const float ms = event_timed([] { timed::empty_kernel<<<1, 32>>>(); }, "empty call");
       if (it >= 20) v.push_back(ms);  // the first 20 warm up
     }
     const double mean = mean_of(v);
@@ -1728,12 +1719,18 @@ class Driver {
     c.refresh(stream_seed(opt_.seed_base, "warm-up"));
     cuda_check(cudaDeviceSynchronize(), "fresh inputs before a warm-up call");
     report_.checkpoint(where_.first, where_.second, "warm-up call");
+    return event_timed([&] { task_.launch(c, opt_.impl); }, "warm-up call");
+  }
+
+  // One call between the start and stop events, ended by a device-wide synchronize: a timed call's shape.
+  template <class Launch>
+  float event_timed(Launch launch, const std::string& what) {
     cuda_check(cudaEventRecord(start_, 0), "record start event");
-    task_.launch(c, opt_.impl);
-    const cudaError_t launch = cudaGetLastError();
+    launch();
+    const cudaError_t launched = cudaGetLastError();
     const cudaError_t sync = cudaDeviceSynchronize();
-    cuda_check(launch, "warm-up call (cudaGetLastError after the call)");
-    cuda_check(sync, "warm-up call (cudaDeviceSynchronize after the call)");
+    cuda_check(launched, what + " (cudaGetLastError after the call)");
+    cuda_check(sync, what + " (cudaDeviceSynchronize after the call)");
     cuda_check(cudaEventRecord(stop_, 0), "record stop event");
     cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
     float ms = 0;

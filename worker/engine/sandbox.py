@@ -169,6 +169,9 @@ def scrubbed_env(scratch: Path, extra: dict[str, str] | None = None) -> dict[str
     tmp.mkdir(parents=True, exist_ok=True)
     env["HOME"] = str(scratch)
     env["TMPDIR"] = str(tmp)
+    # A user name without /etc/passwd, which the confinement does not grant: getpass.getuser() reads these first
+    # (torch.compile names its caches with it and failed with "getpwuid(): uid not found" on a GPU host).
+    env["USER"] = env["LOGNAME"] = "kernelweb"
     env.update(extra or {})
     return env
 

@@ -390,3 +390,15 @@ def test_a_target_started_by_a_wrapper_tool_runs_and_may_write_its_own_proc(tmp_
     # Still confined: the target may not read the worker's files.
     passwd = sandbox.run([str(tool), "/bin/cat", "/etc/passwd"], scratch, 30, policy=policy)
     assert not passwd.ok and "root:" not in passwd.stdout
+
+
+def test_a_confined_child_has_a_user_name_though_passwd_stays_closed(tmp_path):
+    # torch.compile names its caches with getpass.getuser(), which reads /etc/passwd when no USER or LOGNAME is set;
+    # the confinement keeps passwd closed (read_etc_passwd above), so the scrubbed environment names the user.
+    policy = confine.candidate_run(sys.executable, tmp_path, read=(sys.prefix, sys.base_prefix),
+                                   execute=(*confine.SYSTEM_PATHS, sys.prefix, sys.base_prefix), processes=True)
+    code = ("import getpass, pwd, os\nprint(getpass.getuser())\ntry:\n    pwd.getpwuid(os.getuid())\n"
+            "    print('passwd open')\nexcept KeyError:\n    print('passwd closed')")
+    res = sandbox.run([sys.executable, "-I", "-c", code], tmp_path, 60, policy=policy)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["kernelweb", "passwd", "closed"]

@@ -72,8 +72,9 @@ def test_scrubs_the_environment_to_the_allowlist(tmp_path, monkeypatch):
     res = sandbox.run(python("import json, os; print(json.dumps(dict(os.environ)))"), tmp_path / "run", 30)
     env = json.loads(res.stdout)
     assert "leaked" not in env.values()
-    assert set(env) <= set(sandbox.ENV_ALLOWLIST) | {"HOME", "TMPDIR", "LC_CTYPE"}
+    assert set(env) <= set(sandbox.ENV_ALLOWLIST) | {"HOME", "TMPDIR", "LC_CTYPE", "USER", "LOGNAME"}
     assert env["HOME"] == str(tmp_path / "run") and env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert env["USER"] == env["LOGNAME"] == "kernelweb"  # not the worker's own user
 
 
 def test_runs_in_the_scratch_folder_in_a_new_session(tmp_path):

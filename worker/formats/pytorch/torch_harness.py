@@ -104,10 +104,22 @@ class Task:
         torch.manual_seed(seed)
         return [self._host(x) for x in self.ref.get_inputs()]
 
+    def drawn_on_device(self, seed: int) -> list[Any]:
+        """Fresh inputs under `seed` drawn on the device itself (get_inputs() with the device as torch's default):
+        for the timed calls, whose inputs need only be new and reproducible. Drawn on the host, a KernelBench-sized
+        input took the GPU idle for half a second before every timed call, so each began at a lowered clock (CV
+        20-28 %, docs/benchmarks.md)."""
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            values = self.ref.get_inputs()
+        return [self._cast(x.detach().to(self.device)) if isinstance(x, torch.Tensor) else x for x in values]
+
     def _host(self, x: Any) -> Any:
         if not isinstance(x, torch.Tensor):
             return x
-        x = x.detach().to("cpu", copy=True)
+        return self._cast(x.detach().to("cpu", copy=True))
+
+    def _cast(self, x: torch.Tensor) -> torch.Tensor:
         return x.to(self.dtype) if self.dtype is not None and x.is_floating_point() else x
 
     def on_device(self, values: list[Any]) -> list[Any]:

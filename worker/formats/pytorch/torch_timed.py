@@ -76,8 +76,9 @@ def timed(
 
 
 class FreshInputs:
-    """Call k's inputs: the task's get_inputs() under seed base + k, copied into the buffers every call uses.
-    The base is drawn from the OS at run time; a pristine device copy is kept for the reference's check."""
+    """Call k's inputs: the task's get_inputs() under seed base + k, drawn on the device (so the GPU does not idle,
+    and lower its clock, while the host draws them), copied into the buffers every call uses. The base is drawn
+    from the OS at run time; the drawn values are kept, pristine, for the reference's check."""
 
     def __init__(self, task: Any, buffers: list[Any]):
         self.task, self.buffers = task, buffers
@@ -85,7 +86,7 @@ class FreshInputs:
         self.pristine: list[Any] = []
 
     def __call__(self, k: int) -> None:
-        self.pristine = self.task.on_device(self.task.inputs(self.base + k))
+        self.pristine = self.task.drawn_on_device(self.base + k)
         for buf, fresh in zip(self.buffers, self.pristine, strict=True):
             if isinstance(buf, torch.Tensor):
                 buf.copy_(fresh)

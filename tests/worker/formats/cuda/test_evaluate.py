@@ -165,15 +165,18 @@ def test_candidate_code_can_rewrite_neither_the_reference_executable_nor_its_ver
     assert "done" not in attempts
 
 
-@pytest.mark.parametrize("lockdown", ["1", "0"], ids=["lockdown", "first stage only"])
+@pytest.mark.parametrize("lockdown", [None, "1", "0"], ids=["by default", "lockdown", "first stage only"])
 def test_the_lockdown_takes_proc_and_new_sockets_from_the_candidates_calls(lockdown, scale_spec, cpu_chain,
                                                                             cpu_options, tmp_path, monkeypatch):
-    monkeypatch.setenv("KW_LOCKDOWN", lockdown)
+    if lockdown is None:
+        monkeypatch.delenv("KW_LOCKDOWN", raising=False)
+    else:
+        monkeypatch.setenv("KW_LOCKDOWN", lockdown)
     work = tmp_path / "work"
     ev = _trusted(scale_spec, cpu_chain, cpu_options, "scale_reaches_out.cu", work_dir=work)
     assert ev.verdict == Verdict.OK, ev.reason  # the JSON is still written in the run's own folder
     attempts = (work / "candidate" / "outputs-candidate.stderr").read_text()
-    if lockdown == "1":
+    if lockdown != "0":
         assert "proc: Permission denied" in attempts and "socket: Operation not permitted" in attempts, attempts
     else:  # the control: the first stage lets a CUDA program have both (the driver needs them to start)
         assert "proc: opened" in attempts and "socket: created" in attempts, attempts

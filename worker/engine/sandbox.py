@@ -1,7 +1,8 @@
 """Run an untrusted (or merely fallible) child process, contained (docs/architecture.md, Security model).
 
 - argv only, never a shell;
-- its own session and process group, so a timeout kills the whole tree;
+- its own session and process group, so a timeout kills the whole tree; and killed by the kernel when the
+  process that started it dies;
 - cwd is a scratch directory, HOME and TMPDIR point into it;
 - environment scrubbed to an allowlist: no API keys, no DATABASE_URL, no REDIS_URL;
 - stdout/stderr go to files; only a capped head+tail is read back;
@@ -51,6 +52,11 @@ _MiB = 1024 * 1024
 _TRAMPOLINE = """
 import os, resource, sys, json
 options = json.loads(sys.argv[1])
+# Killed when the process that started it dies (PR_SET_PDEATHSIG, kept across exec): in a session of its own, a
+# candidate would otherwise run on after a killed worker, on a GPU whose lock died with the worker.
+import ctypes as _ct
+if _ct.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0) != 0 or os.getppid() != options["parent"]:
+    os._exit(125)  # no such guarantee, or the parent is already gone
 if options.get("isolate_network"):
     # A network namespace of its own with only a loopback (up, so local IPC between a profiler and its
     # target still works): the candidate reaches neither the host's services nor the outside.
@@ -237,7 +243,7 @@ def run(
         "RLIMIT_NPROC": limits.processes,
     }
     status_r = status_w = -1
-    opts: dict[str, Any] = {"rlimits": rlimits, "isolate_network": limits.isolate_network}
+    opts: dict[str, Any] = {"rlimits": rlimits, "isolate_network": limits.isolate_network, "parent": os.getpid()}
     if policy is not None:
         status_r, status_w = os.pipe()
         opts.update(confine=policy.to_dict(), confine_module=confine.__file__, status_fd=status_w,

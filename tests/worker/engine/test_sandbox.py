@@ -1,6 +1,7 @@
 import json
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -179,3 +180,28 @@ def test_candidates_run_with_the_network_cut():
     from worker.engine.harness import HARNESS_LIMITS
 
     assert HARNESS_LIMITS.isolate_network
+
+
+def test_a_child_does_not_outlive_the_process_that_started_it(tmp_path):
+    # A worker (or a bench script stopped by `timeout`) that dies must not leave its candidate running on the GPU: the
+    # child is in a session of its own, out of reach of the group's signals, so the kernel kills it (PDEATHSIG).
+    pidfile = tmp_path / "child.pid"
+    child = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from worker.engine import sandbox; "
+                               f"sandbox.run([sys.executable, '-c', {child!r}], {str(tmp_path / 'run')!r}, 300)"],
+                              cwd=Path(__file__).parents[3])
+    deadline = time.monotonic() + 30
+    while not (pidfile.is_file() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the child lived on after its parent was killed")

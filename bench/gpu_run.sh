@@ -39,6 +39,8 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=bench/wheels.sh
+. bench/wheels.sh
 
 STAGES=(env tests tests-formats library-compile library-validate library-time-fp32 library-time-bf16
         library-census-fp32 library-census-bf16 library-all eval-baselines build-cache candidates
@@ -144,11 +146,7 @@ setup() {
   mkdir -p "$out" "$scratch" || exit 1
   export PYTHONUNBUFFERED=1 KW_BUILD_CACHE=$PWD/.build/cache KW_TEST_BUILD_CACHE=$PWD/.build/cache
   export KW_TIMING_CACHE=${KW_TIMING_CACHE:-$scratch/timing} MAX_JOBS=${MAX_JOBS:-$jobs}
-  if [ "$wheels" = 1 ] && compgen -G "$wheel_dir/*.whl" >/dev/null; then
-    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$scratch/site" \
-      "$wheel_dir"/*.whl || { echo "could not install the wheels of $wheel_dir/" >&2; exit 1; }
-    export PYTHONPATH=$scratch/site${PYTHONPATH:+:$PYTHONPATH} PATH=$scratch/site/bin:$PATH
-  fi
+  if [ "$wheels" = 1 ]; then install_wheels "$python" "$wheel_dir" "$scratch/site" || exit 1; fi
   local nvcc inc site d f
   nvcc=$(command -v nvcc) || return 0
   inc=$(dirname "$(readlink -f "$nvcc")")/../include

@@ -20,6 +20,8 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=bench/wheels.sh
+. bench/wheels.sh
 
 out=${OUT:-${TMPDIR:-/tmp}/kernelweb-gpu-shards}
 limit=""
@@ -59,12 +61,7 @@ if [ "$dry_run" = 1 ]; then
 fi
 
 mkdir -p "$out" || exit 1
-if compgen -G "$wheel_dir/*.whl" >/dev/null; then
-  site=${TMPDIR:-/tmp}/kernelweb-gpu-shards-site.$$
-  "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheel_dir"/*.whl \
-    || { echo "could not install the wheels of $wheel_dir/" >&2; exit 1; }
-  export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PATH=$site/bin:$PATH
-fi
+install_wheels "$python" "$wheel_dir" "${TMPDIR:-/tmp}/kernelweb-gpu-shards-site.$$" || exit 1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv > "$out/gpus.txt" 2>&1
 
 pids=()

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -19,13 +20,13 @@ def gpu_run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("script", ["gpu_run.sh", "gpu_shards.sh"])
+@pytest.mark.parametrize("script", ["gpu_run.sh", "gpu_shards.sh", "wheels.sh"])
 def test_the_script_parses_and_shellcheck_finds_nothing(script):
     path = ROOT / "bench" / script
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
     if not shutil.which("shellcheck"):
         pytest.skip("shellcheck not installed")
-    found = subprocess.run(["shellcheck", str(path)], capture_output=True, text=True)
+    found = subprocess.run(["shellcheck", "-x", str(path)], capture_output=True, text=True, cwd=ROOT)
     assert found.returncode == 0, found.stdout
 
 
@@ -85,3 +86,47 @@ def test_shards_run_side_by_side_and_their_output_comes_back_in_one_tarball(tmp_
     with tarfile.open(tmp_path / "shards.tgz") as tar:
         names = set(tar.getnames())
     assert {"./gpu0/env.txt", "./gpu1/env.txt", "./gpu0.txt", "./gpu1.txt"} <= names
+
+
+def wheel(folder: Path, name: str, body: str) -> Path:
+    """A one-module wheel, written by hand (the format is a zip with its metadata)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    path = folder / f"{name}-1.0-py3-none-any.whl"
+    info = f"{name}-1.0.dist-info"
+    files = {f"{name}.py": body, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+
+    def digest(text: str) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+
+    record = "".join(f"{k},sha256={digest(v)},{len(v.encode())}\n" for k, v in files.items())
+    with zipfile.ZipFile(path, "w") as z:
+        for k, v in files.items():
+            z.writestr(k, v)
+        z.writestr(f"{info}/RECORD", record + f"{info}/RECORD,,\n")
+    return path
+
+
+def install_wheels(wheels: Path, target: Path) -> subprocess.CompletedProcess:
+    python = sys.executable  # the test's own interpreter has pip
+    script = (f". bench/wheels.sh && install_wheels {python} {wheels} {target} && "
+              f"{python} -c 'import kwdemo; print(kwdemo.X)'")
+    return subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_the_wheels_of_a_folder_are_installed_and_importable_where_the_scripts_run(tmp_path):
+    (tmp_path / "wheels").mkdir()
+    wheel(tmp_path / "wheels", "kwdemo", "X = 42\n")
+    done = install_wheels(tmp_path / "wheels", tmp_path / "site")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "42"
+
+
+def test_a_broken_wheel_stops_the_script_with_a_message(tmp_path):
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "wheels" / "kwdemo-1.0-py3-none-any.whl").write_text("not a zip")
+    done = install_wheels(tmp_path / "wheels", tmp_path / "site")
+    assert done.returncode != 0 and f"could not install the wheels of {tmp_path / 'wheels'}/" in done.stderr

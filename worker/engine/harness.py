@@ -330,7 +330,8 @@ def run_joined(candidate: Callable[[int], ChildOutcome], reference: Callable[[in
     side that ends is seen by the other)."""
     read_fd, write_fd = os.pipe()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        cand, ref = pool.submit(candidate, write_fd), pool.submit(reference, read_fd)
+        cand = pool.submit(_released_on_failure, candidate, write_fd)
+        ref = pool.submit(_released_on_failure, reference, read_fd)
         return ComparedRun(cand.result(), ref.result())
 
 
@@ -379,9 +380,29 @@ def run_in_turns(first: Callable[[tuple[int, int]], T], second: Callable[[tuple[
     to_second_r, to_second_w = os.pipe()
     os.write(to_first_w, b"t")  # the first turn
     with ThreadPoolExecutor(max_workers=2) as pool:
-        a = pool.submit(first, (to_first_r, to_second_w))
-        b = pool.submit(second, (to_second_r, to_first_w))
+        a = pool.submit(_released_on_failure, first, (to_first_r, to_second_w))
+        b = pool.submit(_released_on_failure, second, (to_second_r, to_first_w))
         return a.result(), b.result()
+
+
+def _released_on_failure(side: Callable[[Any], T], fds: Any) -> T:
+    """One side of a pair of children joined by pipes. When it raises before handing its descriptors to its child
+    (a policy or an argument that could not be built), they are closed here, so the other side sees the pipe's end
+    and runs on alone instead of waiting for its timeout. A descriptor is closed only while its number still names
+    the pipe it was given as (same inode): once handed over, sandbox.run has closed it and the number may be another
+    file's."""
+    owned = (fds,) if isinstance(fds, int) else tuple(fds)
+    inodes = {fd: os.fstat(fd).st_ino for fd in owned}
+    try:
+        return side(fds)
+    except BaseException:
+        for fd, inode in inodes.items():
+            try:
+                if os.fstat(fd).st_ino == inode:
+                    os.close(fd)
+            except OSError:
+                pass
+        raise
 
 
 # The harness runs untrusted device code: cap its files (JSON + kernel printf) well below the default.

@@ -196,3 +196,16 @@ def test_two_children_in_turns_alternate_and_one_that_ends_early_leaves_the_othe
     assert all(prev[1] <= nxt[0] for prev, nxt in zip(merged, merged[1:], strict=False)), "two turns overlapped"
     assert [who for *_, who in merged] == ["first", "second"] * 3 + ["second"] * 5
     assert time.monotonic() - started < 20  # nobody waited for a turn that never came
+
+
+def test_a_side_that_fails_before_starting_its_child_does_not_leave_the_other_waiting(tmp_path):
+    # E.g. a confinement policy that could not be built: its pipe ends were never handed to a child, so they are
+    # closed, and the other side sees the end of the pipe at once instead of waiting for its timeout (30 s here).
+    def broken(fds):
+        raise RuntimeError("no policy")
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="no policy"):
+        run_in_turns(broken, _turn_taker(tmp_path, "second", 4))
+    assert time.monotonic() - started < 15
+    assert len((tmp_path / "second.log").read_text().splitlines()) == 4  # it ran on alone

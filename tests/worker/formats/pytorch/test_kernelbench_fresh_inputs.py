@@ -54,3 +54,14 @@ def test_fresh_inputs_are_new_for_every_timed_call_and_reproducible_for_its_chec
     fresh(1)
     assert not torch.equal(buffers[0], first)  # a new draw for the next call
     assert torch.equal(task.drawn_on_device(fresh.base + 1)[0], buffers[0])  # the same seed, the same inputs
+
+
+def test_inputs_that_need_the_host_are_drawn_there_and_still_reach_the_device(tmp_path):
+    (tmp_path / "model.py").write_text(MODEL.replace(
+        "    return [torch.randn(64, 32), torch.empty(0).device.type]",
+        "    x = torch.randn(64, 32)\n    return [torch.from_numpy(x.numpy() * 2), torch.empty(0).device.type]"))
+    torch_harness._STATE["out"] = tmp_path / "result.json"
+    args = argparse.Namespace(device="meta", precision="fp32", task_dir=str(tmp_path), model="model.py", seed_base=7)
+    drawn = torch_harness.Task(args).drawn_on_device(3)
+    assert drawn[1] == "cpu"  # numpy() refused the device's tensor, so get_inputs() ran again on the host
+    assert drawn[0].device.type == "meta" and drawn[0].shape == (64, 32)

@@ -314,8 +314,10 @@ def tool_policy(policy: Policy, tool: str | os.PathLike) -> Policy:
 
 def lockdown_enabled() -> bool:
     """The C/CUDA harness applies the second stage (tasks/_harness/kw_lockdown.h) once CUDA is up; on unless
-    KW_LOCKDOWN=0 (docs/threat-model.md, "Lockdown": every candidate of the GPU suite kept its verdict under it)."""
-    return os.environ.get("KW_LOCKDOWN", "1").strip().lower() not in ("0", "false", "no", "off")
+    KW_LOCKDOWN=0 (docs/threat-model.md, "Lockdown": every candidate of the GPU suite kept its verdict under it).
+    Only where the first stage confines too: with run confinement off (KW_CONFINE_RUN=0), or on a kernel without
+    Landlock (where the first stage refuses to run, or runs unconfined and says so), the second has nothing to add."""
+    return _flag("KW_LOCKDOWN", True) and runs_confined() and landlock_abi() >= 1
 
 
 def candidate_run(program: str | os.PathLike, scratch: str | os.PathLike, *, tool: str | os.PathLike | None = None,

@@ -267,6 +267,20 @@ def test_run_confinement_can_be_turned_off_and_the_result_says_so(monkeypatch, t
     assert confine.evaluation_note() == ""
 
 
+def test_the_lockdown_is_on_by_default_only_where_the_first_stage_confines(monkeypatch):
+    for name in ("KW_LOCKDOWN", "KW_CONFINE_RUN"):
+        monkeypatch.delenv(name, raising=False)
+    assert confine.lockdown_enabled()
+    monkeypatch.setenv("KW_LOCKDOWN", "0")
+    assert not confine.lockdown_enabled()
+    monkeypatch.delenv("KW_LOCKDOWN")
+    monkeypatch.setenv("KW_CONFINE_RUN", "0")  # the operator turned confinement off: both stages
+    assert not confine.lockdown_enabled()
+    monkeypatch.delenv("KW_CONFINE_RUN")
+    monkeypatch.setattr(confine, "landlock_abi", lambda: 0)  # no Landlock: the first stage refuses or says so
+    assert not confine.lockdown_enabled()
+
+
 def test_signals_to_processes_inside_the_sandbox_still_work(tmp_path):
     """make and the compilers kill their own children: Landlock's signal scope allows what is inside."""
     code = "import os, signal, time\npid = os.fork()\nif pid == 0:\n    time.sleep(30)\n" \

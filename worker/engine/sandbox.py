@@ -50,18 +50,17 @@ _MiB = 1024 * 1024
 
 # Runs in the child: apply limits, then replace itself with the real program.
 _TRAMPOLINE = """
-import os, resource, sys, json
+import ctypes, os, resource, sys, json
 options = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
 # Killed when the process that started it dies (PR_SET_PDEATHSIG, kept across exec): in a session of its own, a
 # candidate would otherwise run on after a killed worker, on a GPU whose lock died with the worker.
-import ctypes as _ct
-if _ct.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0) != 0 or os.getppid() != options["parent"]:
+if libc.prctl(1, 9, 0, 0, 0) != 0 or os.getppid() != options["parent"]:
     os._exit(125)  # no such guarantee, or the parent is already gone
 if options.get("isolate_network"):
     # A network namespace of its own with only a loopback (up, so local IPC between a profiler and its
     # target still works): the candidate reaches neither the host's services nor the outside.
-    import ctypes, fcntl, socket, struct
-    libc = ctypes.CDLL(None, use_errno=True)
+    import fcntl, socket, struct
     if libc.unshare(0x40000000) == 0:  # CLONE_NEWNET
         try:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # SIOCSIFFLAGS lo: UP LOOPBACK RUNNING

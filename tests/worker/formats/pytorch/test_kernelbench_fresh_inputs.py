@@ -26,8 +26,8 @@ def get_inputs():  # the second input says where torch's factories put tensors w
 '''
 
 
-def task_on(device: str, precision: str, tmp_path: Path) -> torch_harness.Task:
-    (tmp_path / "model.py").write_text(MODEL)
+def task_on(device: str, precision: str, tmp_path: Path, model: str = MODEL) -> torch_harness.Task:
+    (tmp_path / "model.py").write_text(model)
     torch_harness._STATE["out"] = tmp_path / "result.json"  # checkpoints write here
     args = argparse.Namespace(device=device, precision=precision, task_dir=str(tmp_path), model="model.py",
                               seed_base=7)
@@ -57,11 +57,9 @@ def test_fresh_inputs_are_new_for_every_timed_call_and_reproducible_for_its_chec
 
 
 def test_inputs_that_need_the_host_are_drawn_there_and_still_reach_the_device(tmp_path):
-    (tmp_path / "model.py").write_text(MODEL.replace(
+    host_only = MODEL.replace(
         "    return [torch.randn(64, 32), torch.empty(0).device.type]",
-        "    x = torch.randn(64, 32)\n    return [torch.from_numpy(x.numpy() * 2), torch.empty(0).device.type]"))
-    torch_harness._STATE["out"] = tmp_path / "result.json"
-    args = argparse.Namespace(device="meta", precision="fp32", task_dir=str(tmp_path), model="model.py", seed_base=7)
-    drawn = torch_harness.Task(args).drawn_on_device(3)
+        "    x = torch.randn(64, 32)\n    return [torch.from_numpy(x.numpy() * 2), torch.empty(0).device.type]")
+    drawn = task_on("meta", "fp32", tmp_path, host_only).drawn_on_device(3)
     assert drawn[1] == "cpu"  # numpy() refused the device's tensor, so get_inputs() ran again on the host
     assert drawn[0].device.type == "meta" and drawn[0].shape == (64, 32)

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "kw_candidate.h"
 #include "kw_lockdown.h"
 #include "kw_turns.h"
 #include "kw_timed.cuh"
@@ -78,13 +79,16 @@ enum class Mode { validate, check, time, profile, outputs, compare };
 // KW_ENTRY(vector_add, const kw::elem_t* A, const kw::elem_t* B, kw::elem_t* C, int N);
 // declares vector_add / vector_add_bf16 (the baseline) and their _optimized twins.
 // The candidate is a weak reference: the harness links without one, and then its
-// address is null, which --impl candidate reports as a JSON error.
+// address is null, which --impl candidate reports as a JSON error. With --candidate
+// the entry comes from that shared object, loaded after the lockdown (kw_candidate.h).
 #define KW_ENTRY(op, ...)                                                            \
   extern "C" void KW_BASE_NAME(op)(__VA_ARGS__);                                     \
   extern "C" __attribute__((weak)) void KW_CAND_NAME(op)(__VA_ARGS__);               \
   using kw_entry_fn = void(__VA_ARGS__);                                             \
   static kw_entry_fn* kw_entry(kw::Impl impl) {                                      \
-    return impl == kw::Impl::candidate ? &KW_CAND_NAME(op) : &KW_BASE_NAME(op);      \
+    if (impl != kw::Impl::candidate) return &KW_BASE_NAME(op);                       \
+    void* loaded = kw::candidate::entry();                                           \
+    return loaded ? reinterpret_cast<kw_entry_fn*>(loaded) : &KW_CAND_NAME(op);      \
   }                                                                                  \
   static const char* const kw_entry_name = KW_STR(KW_BASE_NAME(op))
 
@@ -284,6 +288,8 @@ struct Options {
   int turn_in = -1, turn_out = -1;
   // The second stage of the confinement (kw_lockdown.h), applied once CUDA is up and before the first call.
   bool lockdown = false;
+  // The candidate as a shared object (kw_candidate.h), loaded after the lockdown; "" when it is linked in.
+  std::string candidate;
   std::string out;
 };
 
@@ -421,6 +427,8 @@ inline Options parse_options(int argc, char** argv) {
       o.rtol = parse_number(flag, value);
     } else if (flag == "--lockdown") {
       o.lockdown = parse_integer(flag, value, 0) != 0;
+    } else if (flag == "--candidate") {
+      o.candidate = value;
     } else if (flag == "--evidence-fd") {
       o.evidence_fd = int(parse_integer(flag, value, 3));
     } else if (flag == "--turn-fds") {
@@ -1428,7 +1436,7 @@ class Driver {
 
   void run() {
     open_device();
-    if (opt_.impl == Impl::candidate && !task_.candidate_linked) {
+    if (opt_.impl == Impl::candidate && !task_.candidate_linked && opt_.candidate.empty()) {
       fail("no_candidate", std::string("this kwbench was linked without a candidate: ") + task_.entry +
                                "_optimized is not defined");
     }
@@ -1439,10 +1447,17 @@ class Driver {
     }
     if (opt_.mode == Mode::compare) reader_.emplace(opt_.evidence_fd);
     if (opt_.lockdown) {
-      const std::string why = lockdown::apply(lockdown::folder_of(opt_.out));
+      const std::string why = lockdown::apply(lockdown::folder_of(opt_.out), opt_.candidate);
       if (!why.empty()) {
         fail("lockdown", "the harness could not lock itself down before the first call (" + why +
                              "): a worker problem, not the candidate's; KW_LOCKDOWN=0 turns the lockdown off");
+      }
+    }
+    if (opt_.impl == Impl::candidate && !opt_.candidate.empty()) {  // its constructors run here, locked down
+      const std::string why = candidate::load(opt_.candidate, (std::string(task_.entry) + "_optimized").c_str());
+      if (!why.empty()) {
+        fail("candidate_load", "the candidate's shared object could not be loaded (" + why +
+                                   "): a worker problem, not the candidate's; KW_LOAD_AFTER_LOCKDOWN=0 links it in");
       }
     }
     for (size_t i = 0; i < opt_.sizes.size(); ++i) {

@@ -18,8 +18,8 @@
 //     otherwise reach a pathname socket such as PostgreSQL's).
 //
 // Plain Linux system calls, no CUDA and no libseccomp, so the CPU stand-in harness of the tests uses it too.
-// The candidate's static constructors run before main, under the first stage only (loading the candidate as a
-// shared object after this stage would cover them; not built).
+// A candidate linked into kwbench runs its static constructors before main, under the first stage only; one built
+// as a shared object is loaded after this stage (kw_candidate.h), which then grants read on that one file.
 #pragma once
 
 #include <linux/filter.h>
@@ -88,8 +88,9 @@ inline std::string grant_gpu_devices(int ruleset, uint64_t handled) {
   return problem;
 }
 
-// "" when in force, else why not. `folder`: where files may still be opened (the run folder).
-inline std::string apply(const std::string& folder) {
+// "" when in force, else why not. `folder`: where files may still be opened (the run folder); `library`: one file
+// that may still be read (the candidate's shared object, loaded after this), or "".
+inline std::string apply(const std::string& folder, const std::string& library = "") {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return std::string("no_new_privs: ") + std::strerror(errno);
 
   const long abi = syscall(kCreateRuleset, nullptr, 0, kRulesetVersion);
@@ -114,6 +115,17 @@ inline std::string apply(const std::string& folder) {
   if (!added) {
     close(ruleset);
     return std::string("landlock_add_rule: ") + std::strerror(err);
+  }
+  if (!library.empty()) {
+    const int file = open(library.c_str(), O_PATH | O_CLOEXEC);
+    PathBeneath read{kReadFile & handled, file};
+    const bool granted = file >= 0 && syscall(kAddRule, ruleset, kRulePathBeneath, &read, 0) == 0;
+    const int ferr = errno;
+    if (file >= 0) close(file);
+    if (!granted) {
+      close(ruleset);
+      return "cannot grant read on " + library + ": " + std::strerror(ferr);
+    }
   }
   const std::string devices = grant_gpu_devices(ruleset, handled);
   if (!devices.empty()) {

@@ -320,6 +320,13 @@ def lockdown_enabled() -> bool:
     return _flag("KW_LOCKDOWN", True) and runs_confined() and landlock_abi() >= 1
 
 
+def loads_after_lockdown() -> bool:
+    """KW_LOAD_AFTER_LOCKDOWN: build a C/CUDA candidate as a shared object that kwbench loads once the lockdown is
+    in force, so its static constructors run under it too (tasks/_harness/kw_candidate.h; docs/threat-model.md,
+    "Loaded after the lockdown"). Off by default until the GPU suite has run under it; on a CPU it is tested."""
+    return _flag("KW_LOAD_AFTER_LOCKDOWN", False)
+
+
 def candidate_run(program: str | os.PathLike, scratch: str | os.PathLike, *, tool: str | os.PathLike | None = None,
                   **kwargs) -> Policy | None:
     """The confinement of a candidate's program (`run_policy`, under `tool` when one wraps it), or None where

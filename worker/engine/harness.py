@@ -92,10 +92,13 @@ def harness_argv(
     turn_fds: tuple[int, int] | None = None,
     batches: list[int] | None = None,
     lockdown: bool = False,
+    library: str | None = None,
 ) -> list[str]:
     argv = [exe, "--mode", mode, "--impl", impl]
     if lockdown:  # kw_lockdown.h once CUDA is up (docs/threat-model.md, "Lockdown")
         argv += ["--lockdown", "1"]
+    if library:  # the candidate's shared object, loaded after the lockdown (kw_candidate.h)
+        argv += ["--candidate", library]
     for size in sizes:
         argv += ["--size", format_size(size)]
     for name, value in spec.constants.items():
@@ -131,7 +134,7 @@ def harness_argv(
 # Failures the harness reports that are not the candidate's doing: never located or memchecked.
 SYSTEM_KINDS = frozenset(
     {"bad_args", "no_candidate", "baseline_failed", "harness_error", "no_device", "not_started", "unconfined",
-     "lockdown"}
+     "lockdown", "candidate_load"}
 )
 
 
@@ -219,6 +222,17 @@ def _first_line_with(text: str, needles: tuple[str, ...]) -> str:
     return ""
 
 
+# The candidate as a shared object beside the executable, which loads it after the lockdown (KW_LOAD_AFTER_LOCKDOWN;
+# the build puts it there, and removes it from a folder whose executable has the candidate linked in).
+CANDIDATE_LIBRARY = "candidate.so"
+
+
+def candidate_library(exe: str | Path) -> str | None:
+    """The candidate's shared object beside `exe`, or None when the candidate is linked into it."""
+    path = Path(exe).with_name(CANDIDATE_LIBRARY)
+    return str(path) if path.is_file() else None
+
+
 def run_harness(
     exe: str,
     spec: HarnessSpec,
@@ -240,11 +254,13 @@ def run_harness(
     out = work_dir / f"{tag}.json"
     out.unlink(missing_ok=True)
     lockdown = impl == "candidate" and not prefix and confine.lockdown_enabled()  # a tool needs files and sockets
+    library = candidate_library(exe) if impl == "candidate" else None
     argv = [*(prefix or []), *harness_argv(exe, spec, precision, mode, impl, sizes, str(out),
                                            evidence_fd=evidence_fd, turn_fds=turn_fds, lockdown=lockdown,
-                                           **kwargs)]
-    # Confined before its first instruction (the candidate is linked in): docs/threat-model.md.
-    policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None)
+                                           library=library, **kwargs)]
+    # Confined before its first instruction (the candidate linked in, or loaded later): docs/threat-model.md.
+    policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None,
+                                   read=(library,) if library else ())
     res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy,
                       pass_fds=((evidence_fd,) if evidence_fd is not None else ()) + (turn_fds or ()))
     data = read_result(out) if out.is_file() else None

@@ -233,6 +233,12 @@ def global_definitions(obj: Path | str) -> frozenset[str]:
     return frozenset(line.split()[-1] for line in text.splitlines() if len(line.split()) >= 3)
 
 
+def needed_libraries(path: Path | str) -> frozenset[str]:
+    """The sonames a linked ELF file names as DT_NEEDED, the libraries the loader brings in with it."""
+    text = _run(["objdump", "-p", str(path)])
+    return frozenset(m.group(1) for m in re.finditer(r"^\s*NEEDED\s+(\S+)", text, re.M))
+
+
 _RELOC = re.compile(r"^\s*[0-9a-f]+:\s+R_\w+\s+([^\s+-]+)")
 _FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 _SECTION = re.compile(r"^Disassembly of section (\S+):$")

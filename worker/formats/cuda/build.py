@@ -10,12 +10,14 @@ the exact command. Nothing here needs a GPU.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
+import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from worker.engine import assembly, confine, objcheck, sandbox
 from worker.engine.context import HARNESS_DIR, REPO_ROOT  # noqa: F401  (REPO_ROOT: worker.cli reads it here)
+from worker.engine.harness import CANDIDATE_LIBRARY
 from worker.engine.results import CompileResult, KernelResources
 from worker.engine.toolchain import Toolchain
 from worker.formats.cuda.flags import FlagCheck, check_flags
@@ -65,6 +68,9 @@ class BuildResult:
     # The harness linked without the candidate (kwref): the baseline's runs and the check's verdict happen in a
     # process that never ran candidate code. The executable itself when there is no candidate.
     reference: str | None = None
+    # The candidate's shared object when it is loaded after the lockdown (CANDIDATE_LIBRARY beside `executable`),
+    # else None: the candidate is linked into the executable.
+    library: str | None = None
 
     @property
     def failure(self) -> CompileResult | None:
@@ -277,6 +283,36 @@ def _link_dirs(libraries: tuple[str, ...]) -> list[str]:
     return [f"-L{lib}", "-Xlinker", f"-rpath={lib}", "-Xlinker", f"-rpath-link={lib}"]
 
 
+@functools.cache
+def _cudart_dir(nvcc: str) -> str | None:
+    """The folder nvcc links libcudart.so from (its own -L, read from a dry run: `nvcc` may be a wrapper script
+    outside the toolkit): the run path of a harness linked to the shared runtime, so it loads the toolkit's
+    whatever the host's loader cache holds."""
+    try:
+        done = subprocess.run([nvcc, "-dryrun", "-cudart", "shared", "kw.o", "-o", "kw"], capture_output=True,
+                              text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for folder in re.findall(r'"-L([^"]+)"', done.stdout + done.stderr):
+        if Path(folder, "libcudart.so").exists():
+            return os.path.realpath(folder)
+    return None
+
+
+def _late_load_shapes(nvcc: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(kwbench's, candidate.so's) link flags when the candidate is loaded after the lockdown. Both use the CUDA
+    runtime as a shared library, so there is one runtime in the process (the candidate's launch errors reach the
+    harness's cudaGetLastError). kwbench names every library the candidate may link, needed or not
+    (--no-as-needed), so they are loaded before the lockdown; the candidate's object may leave no symbol undefined
+    (the link, not the loader after the lockdown, reports it, with the candidate's line) and binds its own
+    definitions first (-Bsymbolic)."""
+    cudart = _cudart_dir(nvcc)
+    run_path = ["-Xlinker", f"-rpath={cudart}"] if cudart else []
+    executable = ("-cudart", "shared", *run_path, "-Xlinker", "--no-as-needed")
+    library = ("-shared", "-cudart", "shared", *run_path, "-Xlinker", "--no-undefined", "-Xlinker", "-Bsymbolic")
+    return executable, library
+
+
 def build(
     spec: TaskSpec,
     precision: str,
@@ -311,6 +347,9 @@ def build(
     harness_dir = Path(harness_dir).resolve()
     nvcc = toolchain.nvcc
     common = (_CACHE_FORMAT, toolchain.nvcc_version, arch)
+    late = candidate_source is not None and confine.loads_after_lockdown()
+    # A library from an earlier build of this folder must never be loaded into this one's kwbench.
+    (work / CANDIDATE_LIBRARY).unlink(missing_ok=True)
 
     baseline_src = spec.baseline_source(precision).resolve()
     baseline_text = baseline_src.read_bytes()
@@ -392,8 +431,10 @@ def build(
         no_nvtx = ["-DCCCL_DISABLE_NVTX", "-DNVTX_DISABLE"]
         # -lineinfo only adds line tables (no change to the code): the viewer maps SASS and PTX to source lines.
         lineinfo = [] if {"-lineinfo", "--generate-line-info"} & set(flag_check.flags) else ["-lineinfo"]
-        cand_argv = [nvcc, *flag_check.flags, *verbose, *lineinfo, *include, *no_nvtx, "-c", "candidate.cu", "-o",
-                     "candidate.o"]
+        # Position-independent when it becomes a shared object, loaded after the lockdown.
+        pic = ["-Xcompiler", "-fPIC"] if late else []
+        cand_argv = [nvcc, *flag_check.flags, *verbose, *lineinfo, *include, *no_nvtx, *pic, "-c", "candidate.cu",
+                     "-o", "candidate.o"]
         key = _sha(*common, "candidate", " ".join(cand_argv[1:]), candidate_source)
         jobs.append(
             _Job(
@@ -445,10 +486,26 @@ def build(
                            time.monotonic() - start, libraries, arch, key=ref_key, notes=tuple(notes),
                            candidate_at_fault=False, reference=reference,
                            link_blame="" if ref_link.ok else link_failure(ref_link.log, None, "")[0])
-    link, link_key = _link(nvcc, arch, common, jobs, libraries, work, EXECUTABLE, cache, timeout_s)
+    library: Path | None = None
+    problem = ""  # why a late-loaded candidate's library could not be loaded, the task's or the worker's fault
+    if late:
+        exe_shape, lib_shape = _late_load_shapes(nvcc)
+        link, link_key = _link(nvcc, arch, common, jobs[:2], libraries, work, EXECUTABLE, cache, timeout_s,
+                               exe_shape)
+        if link.ok:
+            library = work / CANDIDATE_LIBRARY
+            link, lib_key = _link(nvcc, arch, common, jobs[2:], libraries, work, library.name, cache, timeout_s,
+                                  lib_shape)
+            link_key = _sha(link_key, lib_key)
+        if link.ok:
+            problem = _not_preloaded(work / EXECUTABLE, library)
+            if problem:
+                link = replace(link, ok=False, log=f"{link.log}\n{problem}")
+    else:
+        link, link_key = _link(nvcc, arch, common, jobs, libraries, work, EXECUTABLE, cache, timeout_s)
     exe = work / EXECUTABLE
-    blame, at_fault = "", True
-    if not link.ok:
+    blame, at_fault = (problem, False) if problem else ("", True)
+    if not link.ok and not problem:
         blame, at_fault = link_failure(link.log, checked, candidate_source or "")
     return BuildResult(
         link.ok,
@@ -466,16 +523,33 @@ def build(
         link_blame=blame,
         candidate_at_fault=at_fault,
         reference=reference,
+        library=str(library) if link.ok and library is not None else None,
     )
 
 
+def _not_preloaded(exe: Path, library: Path) -> str:
+    """"" when every library the candidate's shared object needs is one kwbench loads at start, else why it could
+    not be loaded after the lockdown, where the loader can open no other file (the two link lines disagree)."""
+    try:
+        missing = sorted(objcheck.needed_libraries(library) - objcheck.needed_libraries(exe))
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{exc}: whether {library.name} can be loaded after the lockdown is unknown (a task/harness problem)"
+    if not missing:
+        return ""
+    return (f"the candidate's library needs {', '.join(missing)}, which {exe.name} does not load at start, so it "
+            "could not be loaded after the lockdown (a task/harness problem, not the candidate's; "
+            "KW_LOAD_AFTER_LOCKDOWN=0 links the candidate in)")
+
+
 def _link(nvcc: str, arch: str, common: tuple[str, ...], jobs: list[_Job], libraries: tuple[str, ...], work: Path,
-          name: str, cache: Path, timeout_s: float) -> tuple[CompileResult, str]:
-    """Links the objects of `jobs` into work/name, cached by what went in; (result, that key)."""
-    key = _sha(*common, "link", *[j.key for j in jobs], *libraries, *_link_dirs(libraries))
+          name: str, cache: Path, timeout_s: float, shape: tuple[str, ...] = ()) -> tuple[CompileResult, str]:
+    """Links the objects of `jobs` into work/name, cached by what went in; (result, that key). `shape`: flags that
+    make it something else than a plain executable (the late-loaded candidate's library and its kwbench)."""
+    key = _sha(*common, "link", *[j.key for j in jobs], *libraries, *_link_dirs(libraries), *shape)
     argv = [
         nvcc,
         f"-arch={arch}",
+        *shape,
         # baseline.o and harness.o before candidate.o: of the weak definitions several objects emit (inline
         # functions, template instantiations) the linker keeps the first, theirs (objcheck relies on it).
         *[str(j.output) for j in jobs],

@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from tests.worker.conftest import candidate
+from worker.engine import objcheck
 from worker.engine.results import Evaluation, Verdict
 from worker.engine.timing import batches_for, timings_by_size
 from worker.formats.cuda.evaluation import evaluate, evaluate_baseline, validate
@@ -180,6 +181,40 @@ def test_the_lockdown_takes_proc_and_new_sockets_from_the_candidates_calls(lockd
         assert "proc: Permission denied" in attempts and "socket: Operation not permitted" in attempts, attempts
     else:  # the control: the first stage lets a CUDA program have both (the driver needs them to start)
         assert "proc: opened" in attempts and "socket: created" in attempts, attempts
+
+
+@pytest.mark.parametrize("late", ["1", "0"], ids=["loaded after the lockdown", "linked in"])
+def test_a_candidate_loaded_after_the_lockdown_runs_its_constructors_under_it(late, scale_spec, cpu_chain,
+                                                                              cpu_options, tmp_path, monkeypatch):
+    monkeypatch.delenv("KW_LOCKDOWN", raising=False)
+    monkeypatch.setenv("KW_LOAD_AFTER_LOCKDOWN", late)
+    work = tmp_path / "work"
+    ev = _trusted(scale_spec, cpu_chain, cpu_options, "scale_reaches_out_early.cu", work_dir=work)
+    assert ev.verdict == Verdict.OK, ev.reason
+    attempts = (work / "candidate" / "outputs-candidate.stderr").read_text()
+    library = work / "build" / "candidate.so"
+    if late == "1":
+        assert "constructor proc: Permission denied" in attempts, attempts
+        assert "constructor socket: Operation not permitted" in attempts, attempts
+        assert library.is_file()
+        # kwbench holds the harness and the baseline only: the candidate's code is nowhere in it
+        assert "scale_optimized" not in objcheck.global_definitions(work / "build" / "kwbench")
+        assert objcheck.needed_libraries(library) <= objcheck.needed_libraries(work / "build" / "kwbench")
+    else:  # the control: linked in, its constructor runs before main, under the first stage only
+        assert "constructor proc: opened" in attempts and "constructor socket: created" in attempts, attempts
+        assert not library.exists()
+
+
+def test_a_library_left_by_an_earlier_build_is_never_loaded_into_a_linked_one(scale_spec, cpu_chain, cpu_options,
+                                                                               tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    monkeypatch.setenv("KW_LOAD_AFTER_LOCKDOWN", "1")
+    assert run(scale_spec, cpu_chain, cpu_options, "scale_wrong.cu", work_dir=work).verdict == Verdict.INCORRECT
+    assert (work / "build" / "candidate.so").is_file()
+    monkeypatch.setenv("KW_LOAD_AFTER_LOCKDOWN", "0")
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu", work_dir=work)
+    assert ev.verdict == Verdict.OK, ev.reason  # its own candidate, not the wrong one the old library held
+    assert not (work / "build" / "candidate.so").exists()
 
 
 def test_a_timing_without_its_call_checks_is_refused():

@@ -399,8 +399,10 @@ def profile(
     kernel_regex: str | None,
     work_dir: Path,
     timeout_s: float = 600.0,
+    read: tuple[str, ...] = (),
 ) -> NcuRun:
-    """Run ncu on `program` (the harness in profile mode, one size) and parse the launches.
+    """Run ncu on `program` (the harness in profile mode, one size) and parse the launches; `read`: files it may
+    read besides the run policy's (the candidate's shared object).
 
     The harness brackets the measured call with cudaProfilerStart/Stop, so ncu starts with
     profiling off; if that yields nothing (an older harness), it profiles from the start and
@@ -412,7 +414,7 @@ def profile(
     for from_start in (False, True):
         argv = ncu_argv(toolchain.ncu, mode, kernel_regex, from_start) + list(program)
         # The profiled program is the candidate: it gets the harness's limits, network namespace included.
-        policy = confine.candidate_run(program[0], work_dir, tool=toolchain.ncu)
+        policy = confine.candidate_run(program[0], work_dir, tool=toolchain.ncu, read=read)
         res = sandbox.run(argv, work_dir, timeout_s, name="ncu", output_cap=4 * 1024 * 1024, limits=HARNESS_LIMITS,
                           policy=policy)
         log = res.output

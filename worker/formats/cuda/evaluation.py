@@ -25,6 +25,7 @@ from worker.engine.harness import (
     ComparedRun,
     HarnessRun,
     InterleavedRun,
+    candidate_library,
     format_size,
     phase_name,
     run_compared,
@@ -572,9 +573,13 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
         ]
         for name, value in ctx.spec.constants.items():
             program += ["--const", format_size({name: value})]
+        library = candidate_library(ctx.exe) if impl == "candidate" else None
+        if library:  # the candidate's shared object (KW_LOAD_AFTER_LOCKDOWN): not in kwbench, so named here too
+            program += ["--candidate", library]
         with ctx.phase("profile"), ctx.gpu():
             res = ncu.profile(
-                ctx.chain, program, o.profile, kernel_regex, work, o.profile_timeout_s
+                ctx.chain, program, o.profile, kernel_regex, work, o.profile_timeout_s,
+                read=(library,) if library else (),
             )
         if not res.ok:
             return tuple(profiles), f"profile at {format_size(size)} failed: {res.reason}"

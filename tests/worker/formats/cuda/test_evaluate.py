@@ -298,11 +298,8 @@ def test_a_real_evaluation_round_trips_through_json(scale_spec, cpu_chain, cpu_o
     assert Evaluation.from_json(ev.to_json()) == ev
 
 
-def test_the_profiled_harness_writes_its_result_inside_the_tools_confinement(scale_spec, cpu_chain, cpu_options,
-                                                                            tmp_path):
-    """Under ncu the harness may write only the tool's run folder: on an H200 (2026-11-27) its result file lay
-    beside that folder, the harness exited 2 ("cannot write") and nothing was profiled. A stand-in ncu runs its
-    target and, when the target succeeds, prints a real ncu CSV."""
+def _stand_in_ncu(tmp_path, cpu_chain):
+    """A toolchain whose ncu runs its target and, when the target succeeds, prints a real ncu CSV."""
     from pathlib import Path
 
     kit = tmp_path / "kit"
@@ -314,8 +311,32 @@ def test_the_profiled_harness_writes_its_result_inside_the_tools_confinement(sca
                     'while [ $# -gt 0 ] && ! { [ -f "$1" ] && [ -x "$1" ]; }; do shift; done\n'
                     f'"$@" >/dev/null || exit $?\ncat {csv}\n')
     tool.chmod(0o755)
-    chain = dataclasses.replace(cpu_chain, ncu=str(tool))
+    return dataclasses.replace(cpu_chain, ncu=str(tool))
+
+
+def test_the_profiled_harness_writes_its_result_inside_the_tools_confinement(scale_spec, cpu_chain, cpu_options,
+                                                                            tmp_path):
+    """Under ncu the harness may write only the tool's run folder: on an H200 (2026-11-27) its result file lay
+    beside that folder, the harness exited 2 ("cannot write") and nothing was profiled."""
+    chain = _stand_in_ncu(tmp_path, cpu_chain)
     ev = evaluate_baseline(scale_spec, "fp32", dataclasses.replace(cpu_options, profile="filtered"), chain=chain)
     assert ev.verdict == Verdict.OK, ev.reason
     assert not [n for n in ev.notes if "profile" in n], ev.notes
     assert {p.kernel for p in ev.profiles} == {"vadd"} and len(ev.profiles) == len(scale_spec.sizes)
+
+
+@pytest.mark.parametrize("late", ["1", "0"], ids=["loaded after the lockdown", "linked in"])
+def test_a_profiled_candidate_runs_its_own_code_under_the_tool(late, scale_spec, cpu_chain, cpu_options, tmp_path,
+                                                              monkeypatch):
+    """Under ncu the candidate must be there however it was built: a kwbench without it, given no --candidate,
+    would profile nothing and the candidate would have no profile."""
+    chain = _stand_in_ncu(tmp_path, cpu_chain)
+    monkeypatch.setenv("KW_LOAD_AFTER_LOCKDOWN", late)
+    ev = run(scale_spec, chain, dataclasses.replace(cpu_options, profile="filtered"), "scale_good.cu",
+             work_dir=tmp_path / "work")
+    # The stand-in's canned H100 durations are far above the CPU's times: the profiler cross-check refusing the
+    # candidate's time shows its own profile was taken and read.
+    assert ev.verdict == Verdict.INCORRECT and "under Nsight Compute" in ev.reason, ev.reason
+    assert not [n for n in ev.notes if "profile" in n], ev.notes
+    assert len(ev.profiles) == len(scale_spec.sizes)
+    assert (tmp_path / "work" / "build" / "candidate.so").exists() == (late == "1")

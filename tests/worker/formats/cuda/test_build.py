@@ -3,7 +3,8 @@ import dataclasses
 import pytest
 
 from tests.worker.conftest import CPU_HARNESS, candidate
-from worker.formats.cuda.build import build, demangle_base, parse_ptxas
+from worker.formats.cuda.build import build
+from worker.formats.cuda.ptxas import demangle_base, parse_ptxas
 
 SPILLY_KERNEL = """
 __global__ void heavy_kernel_optimized(const float* __restrict__ in, float* out, int n, int k) {
@@ -181,9 +182,9 @@ def test_builds_the_bf16_harness_with_its_define(scale_spec, no_gpu_chain, tmp_p
      (("-O3", "-Xptxas", "-O3"), False), ((), False)],
 )
 def test_ptxas_verbose_is_not_added_twice(flags, asks):
-    from worker.formats.cuda.build import _asks_ptxas_verbose
+    from worker.formats.cuda.ptxas import asks_ptxas_verbose
 
-    assert _asks_ptxas_verbose(flags) is asks
+    assert asks_ptxas_verbose(flags) is asks
 
 
 @pytest.fixture

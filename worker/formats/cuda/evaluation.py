@@ -27,6 +27,7 @@ from worker.engine.harness import (
     InterleavedRun,
     candidate_library,
     format_size,
+    harness_argv,
     phase_name,
     run_compared,
     run_harness,
@@ -558,24 +559,10 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
         work = ctx.folder(impl == "baseline") / f"ncu-{i}"
         work.mkdir(parents=True, exist_ok=True)
         out = work / "profile.json"
-        program = [
-            ctx.reference_exe if impl == "baseline" else ctx.exe,
-            "--mode",
-            "profile",
-            "--impl",
-            impl,
-            "--size",
-            format_size(size),
-            "--seed-base",
-            str(o.seed_base),
-            "--out",
-            str(out),
-        ]
-        for name, value in ctx.spec.constants.items():
-            program += ["--const", format_size({name: value})]
+        # The same command line as every other run (harness_argv), the candidate's shared object included.
         library = candidate_library(ctx.exe) if impl == "candidate" else None
-        if library:  # the candidate's shared object (KW_LOAD_AFTER_LOCKDOWN): not in kwbench, so named here too
-            program += ["--candidate", library]
+        program = harness_argv(ctx.reference_exe if impl == "baseline" else ctx.exe, ctx.spec, ctx.precision,
+                               "profile", impl, [size], str(out), seed_base=o.seed_base, library=library)
         with ctx.phase("profile"), ctx.gpu():
             res = ncu.profile(
                 ctx.chain, program, o.profile, kernel_regex, work, o.profile_timeout_s,

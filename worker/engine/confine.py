@@ -323,8 +323,9 @@ def lockdown_enabled() -> bool:
 def loads_after_lockdown() -> bool:
     """KW_LOAD_AFTER_LOCKDOWN: build a C/CUDA candidate as a shared object that kwbench loads once the lockdown is
     in force, so its static constructors run under it too (tasks/_harness/kw_candidate.h; docs/threat-model.md,
-    "Loaded after the lockdown"). Off by default until the GPU suite has run under it; on a CPU it is tested."""
-    return _flag("KW_LOAD_AFTER_LOCKDOWN", False)
+    "Loaded after the lockdown"). On unless KW_LOAD_AFTER_LOCKDOWN=0: every candidate of the GPU suite kept its
+    verdict loaded so (docs/gpu-validation.md)."""
+    return _flag("KW_LOAD_AFTER_LOCKDOWN", True)
 
 
 def candidate_run(program: str | os.PathLike, scratch: str | os.PathLike, *, tool: str | os.PathLike | None = None,

@@ -91,7 +91,11 @@ def test_demangles_kernel_base_names(mangled, name):
     assert demangle_base(mangled) == name
 
 
-def test_returns_compile_errors_verbatim_with_the_exact_command(scale_spec, no_gpu_chain, tmp_path):
+@pytest.mark.parametrize(("late", "pic"), [("1", "-Xcompiler -fPIC "), ("0", "")],
+                         ids=["loaded after the lockdown", "linked in"])
+def test_returns_compile_errors_verbatim_with_the_exact_command(late, pic, scale_spec, no_gpu_chain, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.setenv("KW_LOAD_AFTER_LOCKDOWN", late)
     built = build(
         scale_spec,
         "fp32",
@@ -104,7 +108,8 @@ def test_returns_compile_errors_verbatim_with_the_exact_command(scale_spec, no_g
     )
     assert not built.ok and built.failure is built.candidate
     assert built.candidate.command == (
-        "nvcc -O2 -arch=sm_90 -Xptxas -v -lineinfo -DCCCL_DISABLE_NVTX -DNVTX_DISABLE -c candidate.cu -o candidate.o"
+        "nvcc -O2 -arch=sm_90 -Xptxas -v -lineinfo -DCCCL_DISABLE_NVTX -DNVTX_DISABLE "
+        f"{pic}-c candidate.cu -o candidate.o"
     )
     assert 'candidate.cu(3): error: expected a ";"' in built.candidate.log
     assert "undeclared_name += 1;" in built.candidate.log  # nvcc's source excerpt, untouched

@@ -553,6 +553,8 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
         return (), "profile skipped: ncu (Nsight Compute) not found"
     profiles: list[Profile] = []
     gpu = ctx.chain.gpu.name if ctx.chain.gpu else ""
+    exe = ctx.reference_exe if impl == "baseline" else ctx.exe
+    library = candidate_library(ctx.exe) if impl == "candidate" else None  # the same for every size
     for i, size in enumerate(ctx.spec.sizes):
         ctx.progress(f"{ctx.spec.name}/{ctx.precision}: ncu ({o.profile}) {impl} at {format_size(size)}")
         # The harness's JSON inside the tool's run folder: the only folder its confinement lets the target write.
@@ -560,9 +562,8 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
         work.mkdir(parents=True, exist_ok=True)
         out = work / "profile.json"
         # The same command line as every other run (harness_argv), the candidate's shared object included.
-        library = candidate_library(ctx.exe) if impl == "candidate" else None
-        program = harness_argv(ctx.reference_exe if impl == "baseline" else ctx.exe, ctx.spec, ctx.precision,
-                               "profile", impl, [size], str(out), seed_base=o.seed_base, library=library)
+        program = harness_argv(exe, ctx.spec, ctx.precision, "profile", impl, [size], str(out),
+                               seed_base=o.seed_base, library=library)
         with ctx.phase("profile"), ctx.gpu():
             res = ncu.profile(
                 ctx.chain, program, o.profile, kernel_regex, work, o.profile_timeout_s,

@@ -122,6 +122,16 @@ def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
     return (spec.name, precision, repeat["before"], repeat["after"]), sizes_rows
 
 
+def _no_aslr() -> None:
+    """Children exec'd from now on get one fixed address layout (what `setarch -R` does)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    current = libc.personality(0xFFFFFFFF)
+    if current == -1 or libc.personality(current | 0x0040000) == -1:
+        raise SystemExit(f"personality(ADDR_NO_RANDOMIZE) failed: errno {ctypes.get_errno()}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", action="append", help="only these operators (repeatable)")
@@ -132,7 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write every timing here")
     parser.add_argument("--resume", help="an earlier --json: its tasks are kept (tables included), not timed again")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds")
+    parser.add_argument("--no-aslr", action="store_true",
+                        help="every timing process without address-space randomization (personality "
+                             "ADDR_NO_RANDOMIZE, inherited by the children): one address layout for all")
     args = parser.parse_args(argv)
+    if args.no_aslr:
+        _no_aslr()
 
     all_specs = {s.name: s for s in discover_tasks(TASKS, backends=("cuda",)).specs}
     specs = [s for s in all_specs.values() if not args.task or s.name in args.task]

@@ -231,7 +231,7 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
 --compile-only --jobs $jobs --resume ${AGREEMENT_ARGS:-} > $O/agreement-compile.txt 2>&1"
       run "$T$PY bench/agreement.py --checkout \"\$MSKB_CHECKOUT\" --out $S/agreement --build-dir $S/agreement-build \
 --gpus ${GPUS:-0} --resume ${limit:+--deadline $((limit / 2))} ${AGREEMENT_ARGS:-} > $O/agreement.txt 2>&1; _rc=\$?; \
-cp $S/agreement/agreement.json $S/agreement/agreement.csv $O/; tar czf $O/agreement-logs.tgz -C $S/agreement kernelweb theirs; \
+cp $S/agreement/agreement.json $S/agreement/agreement.csv $O/; tar czf $O/agreement-logs.tgz -C $S/agreement \$(cd $S/agreement && ls -d kernelweb theirs 2>/dev/null); \
 grep -v '^\\[' $O/agreement.txt; (exit \$_rc)" ;;
     pipeline-demo)
       local op

@@ -18,7 +18,7 @@ from worker.engine import toolchain as tc
 from worker.engine.context import HARNESS_DIR, REPO_ROOT, EvalOptions
 from worker.engine.results import Evaluation, Verdict
 from worker.engine.taskspec import PRECISIONS
-from worker.engine.timing import ITERS, WARMUP
+from worker.engine.timing import BATCH_BELOW_MS, ITERS, WARMUP
 from worker.registry import AnySpec, discover_tasks, evaluate, evaluate_baseline, format_of, validate
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
@@ -109,7 +109,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         profile=getattr(args, "profile", "none"),
         use_baseline_cache=not getattr(args, "no_baseline_cache", False),
         interleave=getattr(args, "interleave", False),
-        batch_below_ms=getattr(args, "batch_below_ms", 0.0),
+        batch_below_ms=getattr(args, "batch_below_ms", BATCH_BELOW_MS),
         harness_dir=args.harness_dir,
         torch_compile=getattr(args, "torch_compile", False),
     )
@@ -307,9 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--warmup", type=int, default=WARMUP)
         p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="none")
         p.add_argument("--no-baseline-cache", action="store_true", help="time the baseline again")
-        p.add_argument("--batch-below-ms", type=float, default=0.0, metavar="MS",
+        p.add_argument("--batch-below-ms", type=float, default=BATCH_BELOW_MS, metavar="MS",
                        help="C/CUDA: time sizes whose baseline call is shorter than MS in batches of launches, the "
-                            "same for the baseline and the candidate (docs/evaluation.md); default 0: off")
+                            f"same for the baseline and the candidate (docs/evaluation.md); default {BATCH_BELOW_MS}, "
+                            "0: every call timed alone")
         p.add_argument("--interleave", action="store_true",
                        help="C/CUDA: time the candidate and its baseline at once, taking turns on the GPU, and "
                             "divide by that baseline (not the cached one); docs/evaluation.md")

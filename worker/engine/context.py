@@ -22,7 +22,7 @@ from worker.engine import confine, ncu
 from worker.engine import toolchain as tc
 from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 from worker.engine.results import Evaluation, Verdict
-from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP, WARMUP_MS
+from worker.engine.timing import BATCH_BELOW_MS, ITERS, SEED_BASE, SEEDS, WARMUP, WARMUP_MS
 
 Progress = Callable[[str], None]
 
@@ -47,7 +47,7 @@ class EvalOptions:
     # C/CUDA: sizes whose baseline call takes less than this (ms) are timed in batches of launches, the same
     # number for the baseline and every candidate, decided once from the baseline's cached per-call time
     # (docs/evaluation.md, "Batching short calls"). 0: off.
-    batch_below_ms: float = 0.0
+    batch_below_ms: float = BATCH_BELOW_MS
     check_timeout_s: float = 180.0
     time_timeout_s: float = 600.0
     profile_timeout_s: float = 600.0

@@ -43,6 +43,10 @@ WARMUP_MS = 100.0  # and warm-up calls go on until they have run this long, so t
 ITERS = 50
 SEEDS = 3
 SEED_BASE = 20251122
+# C/CUDA: sizes whose baseline call is shorter than this (ms) are timed in batches decided once from the
+# baseline (docs/evaluation.md, "Batching short calls"). 0.05: the FP32 library repeated within 2 % for 37 of 50
+# tasks batched against 34 per call, and every candidate of tests/gpu_candidates/ kept its verdict with it.
+BATCH_BELOW_MS = 0.05
 
 
 def stats_from_samples(samples: Sequence[float], host: Sequence[float] | None = None) -> TimingStats:

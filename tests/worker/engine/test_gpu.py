@@ -8,7 +8,6 @@ header comment which task it is for, "(vector_add FP32)", and what should happen
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 import pytest
@@ -32,10 +31,8 @@ def gpu_chain():
 @pytest.fixture
 def options(tmp_path_factory, shared_build_cache):
     # shared_build_cache honours KW_TEST_BUILD_CACHE, so objects compiled elsewhere can be carried in.
-    # KW_TEST_BATCH_BELOW_MS runs the suite with short calls timed in batches (docs/gpu-validation.md, "Not yet run").
     root = tmp_path_factory.getbasetemp()
-    return EvalOptions(build_cache=str(shared_build_cache), timing_cache=str(root / "gpu-times"), iters=20,
-                       batch_below_ms=float(os.environ.get("KW_TEST_BATCH_BELOW_MS", "0")))
+    return EvalOptions(build_cache=str(shared_build_cache), timing_cache=str(root / "gpu-times"), iters=20)
 
 
 @pytest.mark.parametrize(("spec", "precision"), CASES, ids=[f"{s.name}-{p}" for s, p in CASES])

@@ -258,3 +258,46 @@ def test_gpu_workers_run_every_item_once_and_resume_keeps_finished_ones(checkout
     again = {d["precision"]: d for d in json.loads((out / "agreement.json").read_text())}
     assert again["fp32"]["their_reason"] == "kept from the first run"
     assert again["bf16"]["their_verdict"] == "ok" and again["bf16"]["their_reason"] == ""
+
+
+def _run(p, cvs, ms=0.02, verdict="ok"):
+    return {"verdict": verdict, "reason": "", "p": p, "seconds": 1.0,
+            "sizes": [{"index": k, "ms": ms, "cv": cv} for k, cv in enumerate(cvs)]}
+
+
+def test_repeat_table_gives_each_candidates_spread_of_p_and_its_noisy_sizes():
+    steady = agreement.Item("vector_add", "fp32", kw_verdict="ok", kw_runs=[_run(2.0, [0.01]), _run(2.02, [0.015])],
+                            kw_repeat=0.01)
+    noisy = agreement.Item("rope", "fp32", kw_verdict="ok", kw_runs=[_run(1.5, [0.01, 0.03]), _run(1.62, [0.01, 0.01])],
+                           kw_repeat=0.08)
+    short = agreement.Item("relu", "fp32", kw_verdict="ok", kw_runs=[_run(1.0, [0.5], ms=0.005)] * 2, kw_repeat=0.0)
+    refused = agreement.Item("top_k", "fp32", kw_verdict="incorrect", kw_runs=[_run(None, [], verdict="incorrect")] * 2)
+    assert agreement.noisy_sizes(noisy) == (1, 2)  # the worse run's CV counts
+    assert agreement.noisy_sizes(short) == (0, 0)  # a 5 us call is not held to the CV goal
+    table = agreement.format_repeat([steady, noisy, short, refused], "fp32")
+    assert "| vector_add | ok, ok | 2.000 / 2.020 | 1.00% | 0 of 1 |" in table
+    assert "| rope | ok, ok | 1.500 / 1.620 | 8.00% | 1 of 2 |" in table
+    assert "| top_k | incorrect, incorrect |  /  | - | 0 of 0 |" in table
+    assert "P within 2 % for 2 of 3 candidates accepted every time (67 %); CV of 2 % or more at 1 of 3 sizes" in table
+
+
+def test_repeat_evaluates_the_candidate_again_in_new_processes_and_resume_wants_every_run(checkout, tmp_path,
+                                                                                          monkeypatch):
+    args = agreement.parse_args(["--checkout", str(checkout), "--out", str(tmp_path), "--ops", "vector_add",
+                                 "--precisions", "fp32", "--skip-theirs", "--repeat", "3"])
+    runner = agreement.Agreement(args)
+    outs, ps = [], iter([2.0, 2.1, 1.9])
+
+    def once(item, compile_only, env, out):  # `worker eval` needs a GPU: each call stands for one process
+        outs.append(out.name)
+        item.kw_verdict, item.kw_reason, item.kw_p, item.kw_seconds = "ok", "", next(ps), 1.0
+        item.kw_sizes = [{"index": 0, "candidate_ms": 0.02, "candidate_cv": 0.01}]
+
+    monkeypatch.setattr(runner, "_kernelweb_once", once)
+    item = agreement.Item("vector_add", "fp32", candidate="c.cu")
+    runner.kernelweb(item, False)
+    assert outs == ["vector_add_fp32.json", "vector_add_fp32.2.json", "vector_add_fp32.3.json"]
+    assert [r["p"] for r in item.kw_runs] == [2.0, 2.1, 1.9] and item.kw_p == 2.0
+    assert item.kw_repeat == pytest.approx(0.05)  # the largest |P_k / P_1 - 1|
+    assert item.done(theirs=False, repeat=3) and not item.done(theirs=False, repeat=4)
+    assert not item.done(theirs=True, repeat=3)  # their harness has not run

@@ -35,7 +35,9 @@ def test_a_correct_candidate_is_timed_and_scored(scale_spec, cpu_chain, cpu_opti
 def test_interleaved_timing_takes_turns_so_the_candidate_and_the_baseline_never_run_at_once(
         scale_spec, cpu_chain, cpu_options, tmp_path):
     work = tmp_path / "work"
-    ev = run(scale_spec, cpu_chain, dataclasses.replace(cpu_options, interleave=True), "scale_good.cu", work_dir=work)
+    # Every call timed alone: batches would need the baseline's cached per-call times first.
+    alone = dataclasses.replace(cpu_options, interleave=True, batch_below_ms=0)
+    ev = run(scale_spec, cpu_chain, alone, "scale_good.cu", work_dir=work)
     assert ev.verdict == Verdict.OK, ev.reason
     assert not ev.baseline_cached and "time_baseline" not in ev.phases
     cand = json.loads((work / "candidate" / "time-candidate.json").read_text())
@@ -97,11 +99,22 @@ def test_an_unwritten_output_fails_through_the_poison(scale_spec, cpu_chain, cpu
 
 
 def test_less_work_once_timing_starts_is_incorrect_and_names_the_timed_call(scale_spec, cpu_chain, cpu_options):
-    ev = run(scale_spec, cpu_chain, cpu_options, "scale_lazy_after_12_calls.cu")
+    alone = dataclasses.replace(cpu_options, batch_below_ms=0)  # one call per sample: the count below is exact
+    ev = run(scale_spec, cpu_chain, alone, "scale_lazy_after_12_calls.cu")
     assert ev.verdict == Verdict.INCORRECT, ev.reason
     # The timing process makes 3 warm-up calls at N=1000, then timed calls 0-8 are its calls 4-12 and timed
     # call 9 (its 13th) is the first to skip work.
     assert "timed call 9" in ev.reason and "N=1000" in ev.reason and "Y[500]" in ev.reason
+    assert ev.score is None
+
+
+def test_less_work_inside_a_batch_of_timed_calls_is_incorrect_and_names_the_sample(scale_spec, cpu_chain,
+                                                                                   cpu_options):
+    # The default protocol: the stand-in's calls are far under batch_below_ms, so every sample is 64 launches,
+    # each on its own buffers and each checked like a call timed alone.
+    ev = run(scale_spec, cpu_chain, cpu_options, "scale_lazy_after_12_calls.cu")
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "N=1000" in ev.reason and "launches per sample" in ev.reason, ev.reason
     assert ev.score is None
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).parents[1]
 _spec = importlib.util.spec_from_file_location("repeatability", REPO / "bench" / "repeatability.py")
@@ -42,3 +45,21 @@ def test_p_repeat_is_computed_against_the_reference_alone_and_within_each_pair_i
     assert "before: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu alone: 30 % apart
     assert "after: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu interleaved: the drift divides out
     assert "| vector_add | fp32 | N=1024 | 100.0 | 10.0 | 1.00% | 3.00% |" in out
+
+
+@pytest.mark.skipif(Path("/proc/sys/kernel/randomize_va_space").read_text().strip() == "0",
+                    reason="address-space randomization is off on this machine")
+def test_no_aslr_gives_every_later_child_the_same_address_layout():
+    # In a child interpreter, so this test process keeps its own randomization for whatever runs after it.
+    code = (
+        "import subprocess, sys; sys.path.insert(0, sys.argv[1]); import runpy\n"
+        "mod = runpy.run_path(sys.argv[1] + '/bench/repeatability.py', run_name='probe')\n"
+        "stack = lambda: subprocess.run(['grep', '-m1', 'stack', '/proc/self/maps'], capture_output=True,"
+        " text=True).stdout\n"
+        "before = {stack() for _ in range(3)}\n"
+        "mod['_no_aslr']()\n"
+        "after = {stack() for _ in range(3)}\n"
+        "print(len(before), len(after))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(REPO)], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["3", "1"], out  # randomized stacks before, one and the same after

@@ -65,9 +65,10 @@ test: install-dev static/dist/.built .cuda-libs/.ready
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	@# The engine's tests (tests/worker) are CPU-bound nvcc and g++ builds sharing one build cache: one pytest
-	@# worker per core (pytest-xdist). The rest start servers, browsers and flush Redis: one test at a time.
+	@# worker per core (pytest-xdist). The rest start servers and browsers and flush Redis: two workers, each
+	@# test file whole on one of them, each worker with a Redis database of its own (tests/conftest.py).
 	$(BIN)/python -m pytest -m "not gpu" -n auto --maxprocesses 4 tests/worker
-	$(BIN)/python -m pytest -m "not gpu" --ignore=tests/worker
+	$(BIN)/python -m pytest -m "not gpu" -n 2 --dist loadfile --ignore=tests/worker
 	@if $(BIN)/python -m testing.reachable "$(POSTGRES_TEST_URL)"; then \
 	  echo "== again on PostgreSQL ($(POSTGRES_TEST_URL)) =="; \
 	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser and not slow" tests/web; \

@@ -6,7 +6,17 @@ import pytest
 
 from testing.reachable import reachable
 
-REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+
+def _redis_test_url() -> str:
+    """REDIS_TEST_URL, one database per pytest-xdist worker (gw0: 15, gw1: 14), since the tests flush it. The
+    files that flush a database of their own (12, 13) run whole on one worker (`--dist loadfile`, Makefile)."""
+    url = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    base, _, db = url.rpartition("/")
+    return f"{base}/{int(db) - int(worker.removeprefix('gw'))}" if db.isdigit() and worker != "gw0" else url
+
+
+REDIS_TEST_URL = _redis_test_url()
 # The suite's LLM servers (testing/scripted_llm.py) listen on loopback: allow it, as a deployment with a local
 # model server would (kernelweb/settings.py reads this; tests/web/test_endpoint_ssrf.py tests the refusals).
 TEST_LLM_HOSTS = "127.0.0.1,localhost,::1"

@@ -419,14 +419,11 @@ class Agreement:
         self._kernelweb_once(item, compile_only, env, self.out / "kernelweb" / f"{item.op}_{item.precision}.json")
         if compile_only or self.args.repeat <= 1:
             return
-        first = dict(verdict=item.kw_verdict, reason=item.kw_reason, p=item.kw_p, sizes=item.kw_sizes,
-                     seconds=item.kw_seconds)
-        item.kw_runs = [_run_record(first)]
+        item.kw_runs = [_run_record(item)]
         for k in range(2, self.args.repeat + 1):  # the same candidate again, a new process on the same GPU
             again = Item(item.op, item.precision, candidate=item.candidate)
             self._kernelweb_once(again, False, env, self.out / "kernelweb" / f"{item.op}_{item.precision}.{k}.json")
-            item.kw_runs.append(_run_record(dict(verdict=again.kw_verdict, reason=again.kw_reason, p=again.kw_p,
-                                                 sizes=again.kw_sizes, seconds=again.kw_seconds)))
+            item.kw_runs.append(_run_record(again))
         ps = [r["p"] for r in item.kw_runs]
         if all(r["verdict"] == "ok" and r["p"] for r in item.kw_runs):
             item.kw_repeat = max(abs(p / ps[0] - 1) for p in ps[1:])
@@ -587,11 +584,12 @@ REPEAT_GOAL = 0.02  # issue 17: P within 2 % between two evaluations; CV under 2
 LONG_CALL_MS = 0.010
 
 
-def _run_record(run: dict) -> dict:
-    """One evaluation of --repeat: verdict, P, seconds and per size the candidate's median time and CV."""
-    return {"verdict": run["verdict"], "reason": run["reason"][:200], "p": run["p"], "seconds": run["seconds"],
+def _run_record(item: Item) -> dict:
+    """The KernelWeb evaluation `item` holds, as one run of --repeat: verdict, P, seconds and per size the
+    candidate's median time and CV."""
+    return {"verdict": item.kw_verdict, "reason": item.kw_reason[:200], "p": item.kw_p, "seconds": item.kw_seconds,
             "sizes": [{"index": s["index"], "ms": s.get("candidate_ms"), "cv": s.get("candidate_cv")}
-                      for s in run["sizes"]]}
+                      for s in item.kw_sizes]}
 
 
 def noisy_sizes(item: Item) -> tuple[int, int]:

@@ -43,12 +43,11 @@ from worker.engine.harness import harness_argv, read_result, run_interleaved  # 
 from worker.engine.results import TimingStats  # noqa: E402
 from worker.engine.sandbox import run as run_sandboxed  # noqa: E402
 from worker.engine.taskspec import PRECISIONS  # noqa: E402
-from worker.engine.timing import batches_for  # noqa: E402
+from worker.engine.timing import BATCH_BELOW_MS, batches_for  # noqa: E402
 from worker.formats.cuda.build import build, default_cache_dir  # noqa: E402
 from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
-BATCH_BELOW_MS = 0.05  # batched: sizes whose reference call is under 50 us (the evaluator's default)
 
 
 def _timings(data: dict | None, tag: str, stderr: str) -> dict | None:

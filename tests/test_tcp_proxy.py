@@ -39,6 +39,28 @@ def test_a_cut_ends_an_idle_connection_for_the_client(upstream):
         proxy.close()
 
 
+def test_the_upstream_closing_ends_the_connection_for_the_client(upstream):
+    # The upstream pump ends first and tears down both legs while the client pump is still blocked in recv() on
+    # the client's leg: without a shutdown there the client never saw the end (and a cut that came next found
+    # the socket already closed and could not end it either: the CI failure this test reproduces).
+    proxy = OutageProxy(upstream.getsockname())
+    try:
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        accepted, _ = upstream.accept()
+        client.sendall(b"ping")
+        assert accepted.recv(4) == b"ping"
+        accepted.close()
+        client.settimeout(3)
+        try:
+            got = client.recv(16)
+        except ConnectionResetError:
+            got = b""
+        assert got == b"", "the client still had a live connection after the upstream closed"
+        client.close()
+    finally:
+        proxy.close()
+
+
 def test_new_connections_are_refused_during_an_outage_and_pass_after_it(upstream):
     proxy = OutageProxy(upstream.getsockname())
     try:

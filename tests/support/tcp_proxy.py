@@ -38,16 +38,9 @@ class OutageProxy:
         self.cuts += 1
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a RST
-            # close() alone does not wake a pump thread blocked in recv() on this socket, and the kernel
-            # keeps the connection open until that recv returns: a client waiting for a reply would wait
-            # forever. shutdown() wakes it, so the connection really ends.
-            sock.shutdown(socket.SHUT_RDWR)
         except OSError:
-            pass
-        try:
-            sock.close()
-        except OSError:
-            pass
+            pass  # already closed by a pump, which shut it down first
+        _end(sock)
 
     def _accept(self) -> None:
         while True:
@@ -78,7 +71,18 @@ class OutageProxy:
         for sock in (src, dst):
             with self._lock:
                 self._live.discard(sock)
-            try:
-                sock.close()
-            except OSError:
-                pass
+            _end(sock)
+
+
+def _end(sock: socket.socket) -> None:
+    """Shut a socket down, then close it. close() alone does not wake the other pump thread blocked in recv()
+    on the same socket, and the kernel keeps the connection open until that recv returns: the client would
+    wait for a reply for ever (the proxy's own test caught this when one pump ended before a cut)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass

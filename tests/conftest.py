@@ -6,14 +6,26 @@ import pytest
 
 from testing.reachable import reachable
 
+# Redis databases the tests flush: one per pytest-xdist worker, counting down from REDIS_TEST_URL's (15, 14, 11,
+# ...), past the two held by files that run whole on one worker (`--dist loadfile`, Makefile):
+# tests/web/test_deploy.py (12) and tests/web/test_fleet_workers.py (13). Database 0 is left to development.
+FILE_OWNED_REDIS_DBS = (12, 13)
+
 
 def _redis_test_url() -> str:
-    """REDIS_TEST_URL, one database per pytest-xdist worker (gw0: 15, gw1: 14), since the tests flush it. The
-    files that flush a database of their own (12, 13) run whole on one worker (`--dist loadfile`, Makefile)."""
+    """REDIS_TEST_URL, a database of its own for each pytest-xdist worker, since the tests flush it."""
     url = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     base, _, db = url.rpartition("/")
-    return f"{base}/{int(db) - int(worker.removeprefix('gw'))}" if db.isdigit() and worker != "gw0" else url
+    if not db.isdigit() or worker == 0:
+        return url
+    free = [n for n in range(int(db), 0, -1) if n not in FILE_OWNED_REDIS_DBS]
+    if worker >= len(free):
+        raise pytest.UsageError(
+            f"{worker + 1} pytest-xdist workers, but only {len(free)} Redis databases to give them ({url} down to 1, "
+            f"less {FILE_OWNED_REDIS_DBS}): use fewer workers"
+        )
+    return f"{base}/{free[worker]}"
 
 
 REDIS_TEST_URL = _redis_test_url()

@@ -21,14 +21,14 @@ from cryptography.fernet import Fernet
 from django.core.management import get_commands
 
 from testing.reachable import reachable
-from tests.conftest import REDIS_TEST_URL
+from tests.conftest import FILE_OWNED_REDIS_DBS, REDIS_TEST_URL
 from tests.support import fake_nvidia_smi
 from tests.support.stack import ROOT, free_port
 
 DEPLOY = ROOT / "deploy"
 INSTALL_DIR, ENV_FILE = "/opt/kernelweb", "/etc/kernelweb/kernelweb.env"
 POSTGRES_TEST_URL = os.environ.get("POSTGRES_TEST_URL", "postgres://postgres@127.0.0.1:5432/kernelweb")
-REDIS_URL = re.sub(r"/\d+$", "", REDIS_TEST_URL) + "/12"  # a database of its own: flushed here
+REDIS_URL = re.sub(r"/\d+$", "", REDIS_TEST_URL) + f"/{FILE_OWNED_REDIS_DBS[0]}"  # its own database: flushed here
 HOST = socket.gethostname()
 SITE = "kernels.example.org"
 REQUIRED_IN_PRODUCTION = {"KERNELWEB_ENV", "SECRET_KEY", "ALLOWED_HOSTS", "FIELD_ENCRYPTION_KEYS", "DATABASE_URL",

@@ -17,13 +17,13 @@ import pytest
 
 from testing.reachable import reachable
 from testing.scripted_llm import ScriptedLLM
-from tests.conftest import REDIS_TEST_URL
+from tests.conftest import FILE_OWNED_REDIS_DBS, REDIS_TEST_URL
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
 from tests.support.stack import BIN, Browserless, make_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
-REDIS_URL = re.sub(r"/\d+$", "", REDIS_TEST_URL) + "/13"  # a database of its own: flushed here
+REDIS_URL = re.sub(r"/\d+$", "", REDIS_TEST_URL) + f"/{FILE_OWNED_REDIS_DBS[1]}"  # its own database: flushed here
 HOST = socket.gethostname()
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 SCRIPT = [  # each answer takes a moment, so a run is seen in flight on its worker

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.relu_candidates import RELU_VARIANTS, relu_candidate
 from worker.formats.pytorch.spec import load_pytorch_spec
 from worker.formats.pytorch.static_checks import check_candidate
 
@@ -100,6 +101,12 @@ REFUSED_FIXTURES = {"cpu_patches_the_check.py": "sys.modules"}
                                         if p.name not in REFUSED_FIXTURES))
 def test_accepts_the_fixture_candidates(name):
     report = check_candidate((FIXTURES / "candidates" / name).read_text(encoding="utf-8"), SPEC)
+    assert report.ok, report.messages()
+
+
+@pytest.mark.parametrize("variant", sorted(RELU_VARIANTS))
+def test_accepts_the_misbehaving_relu_candidates_the_gpu_tests_catch_later(variant):
+    report = check_candidate(relu_candidate(variant), SPEC)
     assert report.ok, report.messages()
 
 

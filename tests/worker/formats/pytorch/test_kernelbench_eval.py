@@ -2,7 +2,8 @@
 
 Without a GPU the modules run on the CPU (EvalOptions(torch_device="cpu")) under the CPU stand-in 'GPU', so
 the whole engine (static checks, build, poisoned check, timing, cache, verdicts) runs here. The fixture
-candidates under fixtures/kernelbench/candidates share one extension (built once per session, ~25 s cold).
+candidates under fixtures/kernelbench/candidates (and those tests/support/relu_candidates.py makes) share one
+extension (built once per session, ~25 s cold).
 Tests marked gpu run the same protocol with inline CUDA on a real GPU.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.relu_candidates import relu_candidate
 from tests.worker.conftest import CPU_STAND_IN
 from worker.engine import toolchain as tc
 from worker.engine.results import Evaluation, Verdict
@@ -341,15 +343,15 @@ def gpu_options(kb_build_cache, tmp_path) -> EvalOptions:
     )
 
 
-def gpu_run(task, options, chain, name, precision="fp32"):
+def gpu_run(task, options, chain, source, precision="fp32"):
     spec = load_pytorch_spec(GPU_TASKS / task / "spec.toml")
-    return evaluate_pytorch(spec, precision, candidate(name), None, options, chain=chain)
+    return evaluate_pytorch(spec, precision, source, None, options, chain=chain)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_gpu_an_inline_cuda_relu_matches_eager_speed(gpu_options, gpu_chain, precision):
-    ev = gpu_run("relu", dataclasses.replace(gpu_options, torch_compile=True), gpu_chain, "cuda_relu.py", precision)
+    ev = gpu_run("relu", dataclasses.replace(gpu_options, torch_compile=True), gpu_chain, relu_candidate(), precision)
     assert ev.verdict == Verdict.OK, ev.reason
     size = ev.sizes[0]
     # One memory-bound pass either way (a scalar kernel: bf16 loads 2 bytes a thread where eager vectorizes).
@@ -361,32 +363,32 @@ def test_gpu_an_inline_cuda_relu_matches_eager_speed(gpu_options, gpu_chain, pre
 
 @pytest.mark.gpu
 def test_gpu_an_uninitialized_output_fails_through_the_poisoned_allocator(gpu_options, gpu_chain):
-    ev = gpu_run("relu", gpu_options, gpu_chain, "cuda_relu_uninitialized.py")
+    ev = gpu_run("relu", gpu_options, gpu_chain, relu_candidate("uninitialized"))
     assert ev.verdict == Verdict.INCORRECT, ev.reason
     assert math.isnan(ev.sizes[0].first_mismatch["got"])
 
 
 @pytest.mark.gpu
 def test_gpu_a_candidate_that_wipes_its_input_is_incorrect(gpu_options, gpu_chain):
-    ev = gpu_run("relu", gpu_options, gpu_chain, "cuda_relu_wipes_input.py")
+    ev = gpu_run("relu", gpu_options, gpu_chain, relu_candidate("wipes_input"))
     assert ev.verdict == Verdict.INCORRECT and ev.sizes[0].changed_input == "input 0 (x)"
 
 
 @pytest.mark.gpu
 def test_gpu_less_work_on_a_timed_call_is_incorrect_and_names_the_call(gpu_options, gpu_chain):
-    ev = gpu_run("relu", dataclasses.replace(gpu_options, warmup_ms=0), gpu_chain, "cuda_relu_lazy_when_timed.py")
+    ev = gpu_run("relu", dataclasses.replace(gpu_options, warmup_ms=0), gpu_chain, relu_candidate("lazy_when_timed"))
     assert ev.verdict == Verdict.INCORRECT and ev.reason.startswith("timed call 2 "), ev.reason
 
 
 @pytest.mark.gpu
 def test_gpu_results_remembered_by_input_address_are_incorrect(gpu_options, gpu_chain):
-    ev = gpu_run("relu", gpu_options, gpu_chain, "cuda_relu_memo_by_address.py")
+    ev = gpu_run("relu", gpu_options, gpu_chain, relu_candidate("memo_by_address"))
     assert ev.verdict == Verdict.INCORRECT, ev.reason  # the timed calls refill the same buffer with new inputs
 
 
 @pytest.mark.gpu
 def test_gpu_work_on_a_side_stream_is_timed_and_flagged(gpu_options, gpu_chain):
-    ev = gpu_run("relu", gpu_options, gpu_chain, "cuda_relu_side_stream.py")
+    ev = gpu_run("relu", gpu_options, gpu_chain, relu_candidate("side_stream"))
     assert ev.verdict == Verdict.OK, ev.reason  # the check synchronizes the device: the output is right
     assert any(f.startswith("work outside the current stream") for f in ev.flags), ev.flags
     assert 0.3 < ev.sizes[0].speedup < 3.0  # and the device-wide sync timed the side stream's work
@@ -397,7 +399,7 @@ def test_gpu_an_illegal_address_is_a_runtime_error_with_a_memcheck_log(gpu_optio
     if not gpu_chain.sanitizer:
         pytest.skip("compute-sanitizer not found")
     ev = gpu_run("relu", dataclasses.replace(gpu_options, memcheck_timeout_s=400), gpu_chain,
-                 "cuda_relu_stray_write.py")
+                 relu_candidate("stray_write"))
     assert ev.verdict == Verdict.RUNTIME_ERROR, ev.reason
     assert ev.crash.kind == "illegal_address" and "during check" in ev.reason
     assert "stray_write_kernel" in ev.memcheck_log, ev.memcheck_log[-3000:]

@@ -100,6 +100,21 @@ def test_launch_form_reports_bad_values(client, user, task):
     assert "Select a valid choice" in html and "less than or equal to 2.0" in html
 
 
+def test_every_launch_form_field_has_a_fieldset_and_a_misnamed_one_is_a_template_error(client, user, task):
+    from django.template import TemplateSyntaxError
+
+    from apps.runs.forms import LaunchForm
+    from apps.runs.templatetags.launch_form import fields_named
+
+    client.force_login(user)
+    html = client.get(reverse("runs:launch")).content.decode()
+    form = LaunchForm(user=user)
+    assert all(f'name="{name}"' in html for name in form.fields), "a launch form field is on no fieldset"
+    assert [f.name for f in fields_named(form, "rounds model")] == ["model", "rounds"]  # the form's order
+    with pytest.raises(TemplateSyntaxError, match="no field round"):
+        fields_named(form, "round debug_rounds")
+
+
 def test_launch_form_rejects_a_model_the_endpoint_does_not_offer(client, user, task):
     endpoint = LLMEndpoint.objects.create(name="local", base_url="http://127.0.0.1:9/v1", model_names=["a", "b"])
     client.force_login(user)

@@ -17,7 +17,7 @@ from apps.api.views import NOT_FOUND, _query
 from apps.experiments import reports
 from apps.experiments.forms import ExperimentLaunchForm
 from apps.experiments.selectors import experiment_progress, experiments_visible_to, experiments_with_counts
-from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
+from apps.experiments.services import ExperimentError, experiment_cancel, experiment_rerun_failed
 from apps.runs.quotas import QuotaExceeded
 from apps.runs.services import QUEUE_UNREACHABLE, runs_unsent
 
@@ -73,12 +73,8 @@ class ExperimentList(generics.ListAPIView):
         if not form.is_valid():
             raise ValidationError({api_settings.NON_FIELD_ERRORS_KEY if name == "__all__" else name: list(errors)
                                    for name, errors in form.errors.items()})
-        data = form.cleaned_data
         try:
-            experiment = experiment_launch(
-                owner=request.user, name=data["name"], tasks=form.selected_tasks, config=form.to_config(),
-                seeds=data["seeds"], selection=form.selection().describe(), description=data["description"],
-                is_public=data["is_public"])
+            experiment = form.launch(request.user)
         except ExperimentError as exc:
             raise ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}) from exc
         except QuotaExceeded as exc:

@@ -3,7 +3,7 @@ from django import forms
 from apps.catalog.models import Precision
 from apps.catalog.selectors import tasks_enabled
 from apps.experiments.selectors import TaskSelection
-from apps.experiments.services import MAX_RUNS, MAX_SEEDS, NAME_MAX
+from apps.experiments.services import MAX_RUNS, MAX_SEEDS, NAME_MAX, experiment_launch
 from apps.runs.forms import LaunchForm
 
 
@@ -61,3 +61,11 @@ class ExperimentLaunchForm(LaunchForm):
             raise forms.ValidationError(f"{len(self.selected_tasks)} tasks × {data['seeds']} seeds is {runs} runs; "
                                         f"at most {MAX_RUNS} per experiment.")
         return data
+
+    def launch(self, owner):
+        """The experiment this valid form describes, queued (services.experiment_launch, whose ExperimentError
+        and QuotaExceeded the page and the API each report their way)."""
+        data = self.cleaned_data
+        return experiment_launch(owner=owner, name=data["name"], tasks=self.selected_tasks, config=self.to_config(),
+                                 seeds=data["seeds"], selection=self.selection().describe(),
+                                 description=data["description"], is_public=data["is_public"])

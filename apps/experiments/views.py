@@ -24,7 +24,7 @@ from apps.experiments.selectors import (
     experiments_visible_to,
     experiments_with_counts,
 )
-from apps.experiments.services import ExperimentError, experiment_cancel, experiment_launch, experiment_rerun_failed
+from apps.experiments.services import ExperimentError, experiment_cancel, experiment_rerun_failed
 from apps.runs.models import Run
 from apps.runs.quotas import QuotaExceeded, quota_summary
 from apps.runs.services import QUEUE_UNREACHABLE, runs_unsent
@@ -130,12 +130,8 @@ def _initial_from(request) -> dict:
 def experiment_launch_view(request):
     form = ExperimentLaunchForm(request.POST or None, user=request.user, initial=_initial_from(request))
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         try:
-            experiment = experiment_launch(
-                owner=request.user, name=data["name"], tasks=form.selected_tasks, config=form.to_config(),
-                seeds=data["seeds"], selection=form.selection().describe(), description=data["description"],
-                is_public=data["is_public"])
+            experiment = form.launch(request.user)
         except ExperimentError as exc:
             form.add_error(None, str(exc))
         except QuotaExceeded as exc:

@@ -4,8 +4,10 @@ file and the embedded file broker, for end-to-end tests. Nothing is mocked."""
 from __future__ import annotations
 
 import http.cookiejar
+import json
 import os
 import re
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -15,6 +17,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from testing.reachable import reachable
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -51,9 +55,23 @@ class Stack:
                                    start_new_session=True)
         self.processes.append((process, out))
 
-    def start_worker(self, *extra: str) -> None:
+    def start_worker(self, *extra: str, pool: str = "solo", **env_extra: str) -> None:
+        """A Celery worker on both queues; the fault tests ask for a prefork pool of one, whose child a lost
+        worker takes down with it, as in production."""
+        concurrency = ("--concurrency", "1") if pool == "prefork" else ()
         self._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu",
-                               "--pool", "solo", "--loglevel", "INFO", *extra])
+                               "--pool", pool, *concurrency, "--loglevel", "INFO", *extra], **env_extra)
+
+    def create_runs(self, rounds: int, *, count: int = 1, dispatch: bool = True) -> list[int]:
+        """Runs of the vadd task on the endpoint the test created, as the launch form creates them (run_create)."""
+        code = ("from django.contrib.auth.models import User; from apps.catalog.models import Task; "
+                "from apps.llm.models import LLMEndpoint; from apps.runs.services import RunConfig, run_create; "
+                "task = Task.objects.get(operator='vadd', precision='fp32'); "
+                f"config = RunConfig(model='scripted', rounds={rounds}, debug_rounds=0, profile_mode='none', "
+                "endpoint_id=LLMEndpoint.objects.get().pk); "
+                f"print([run_create(owner=User.objects.get(), task=task, config=config, dispatch={dispatch}).pk "
+                f"for _ in range({count})])")
+        return json.loads(self.manage("shell", "-c", code).strip().splitlines()[-1])
 
     def start(self, *, worker: bool = True, worker_args: tuple[str, ...] = ()) -> None:
         self._spawn("web", [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "kernelweb.asgi:application"])
@@ -128,3 +146,35 @@ class Browserless:
     def login(self, username: str, password: str) -> None:
         response = self.post_form("/accounts/login/", {"username": username, "password": password})
         assert "/accounts/login/" not in response.geturl(), "login failed"
+
+
+class PrivateRedis:
+    """A redis-server of the test's own, to crash and restart: `durable` as the deployment guide asks (append-only
+    file, fsync always: queued messages survive a restart), else with persistence off (a restart empties it)."""
+
+    def __init__(self, folder: Path, *, durable: bool):
+        self.folder, self.durable, self.port, self.process = folder, durable, free_port(), None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.durable else ["--appendonly", "no"]
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
+             *persistence, "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while not reachable(self.url, timeout=0.2):
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def crash(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)

@@ -1,6 +1,10 @@
+import os
+import shutil
+
 import pytest
 
 from apps.catalog.models import Task
+from tests.support.stack import ROOT
 
 
 @pytest.fixture
@@ -41,3 +45,36 @@ def make_run(task):
         return run_create(owner=owner, task=task, config=RunConfig(model="scripted"), dispatch=False, **kwargs)
 
     return make
+
+
+# The browser tests' Chromium (Playwright drives Debian's), the bundle its pages load, and where screenshots go.
+@pytest.fixture(scope="module")
+def chromium():
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    if not (ROOT / "static" / "dist" / ".built").is_file():
+        pytest.fail("static/dist is not built: run `make static/dist/.built`")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    """docs/screenshots with UPDATE_SCREENSHOTS=1, else a temporary folder (the pages are still rendered)."""
+    if os.environ.get("UPDATE_SCREENSHOTS"):
+        target = ROOT / "docs" / "screenshots"
+        target.mkdir(parents=True, exist_ok=True)
+        return target
+    return tmp_path_factory.mktemp("screenshots")

@@ -2,8 +2,6 @@
 people use — the viewer with each of its tabs, the runs list, the task catalog, the launch form, an experiment
 page and the showcase — finds no serious or critical violation (WCAG 2 A/AA rules and best practices)."""
 
-import os
-import shutil
 
 import pytest
 
@@ -15,15 +13,10 @@ VIEWER_TABS = ("plan", "compile", "results", "profile", "asm", "calls", "edit")
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not AXE.is_file() or not (ROOT / "static" / "dist" / "kw-editor.js").is_file():
-        pytest.fail("node_modules or static/dist missing: run `make static/dist/.built` (npm ci and the bundle)")
-    return path
+def chromium(chromium):
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} missing: run `make static/dist/.built` (npm ci and the bundle)")
+    return chromium
 
 
 @pytest.fixture(scope="module")
@@ -38,20 +31,17 @@ def stack(tmp_path_factory, chromium):
 
 
 @pytest.fixture(scope="module")
-def page(stack, chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        # The pages' CSP allows no inline script; the test injects axe itself, so it bypasses the CSP.
-        page = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True).new_page()
-        page.goto(f"{stack.url}/accounts/login/")
-        page.fill("input[name=username]", "tester")
-        page.fill("input[name=password]", "e2e-pass-123")
-        page.click("button[type=submit], input[type=submit]")
-        page.wait_for_load_state()
-        yield page
-        browser.close()
+def page(stack, browser):
+    # The pages' CSP allows no inline script; the test injects axe itself, so it bypasses the CSP.
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
+    page = context.new_page()
+    page.goto(f"{stack.url}/accounts/login/")
+    page.fill("input[name=username]", "tester")
+    page.fill("input[name=password]", "e2e-pass-123")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_load_state()
+    yield page
+    context.close()
 
 
 def serious_violations(page) -> list[str]:

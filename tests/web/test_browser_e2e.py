@@ -6,7 +6,6 @@ machine too. Screenshots of the viewer, catalog and showcase (real H200 trajecto
 to a temp dir, or to docs/screenshots/ with UPDATE_SCREENSHOTS=1.
 """
 
-import os
 import re
 import shutil
 from io import StringIO
@@ -30,18 +29,6 @@ SCRIPT = [
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not (ROOT / "static" / "dist" / "kw-editor.js").is_file():
-        pytest.fail("static/dist is not built: run `make static/dist/.built`")
-    return path
-
-
-@pytest.fixture(scope="module")
 def llm():
     with ScriptedLLM(SCRIPT, loop=True) as server:
         yield server
@@ -60,25 +47,6 @@ def stack(tmp_path_factory, llm, chromium):
     stack.start(worker_args=("--include", "tests.support.simulated_gpu"))
     yield stack
     stack.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        target = ROOT / "docs" / "screenshots"
-        target.mkdir(parents=True, exist_ok=True)
-        return target
-    return tmp_path_factory.mktemp("screenshots")
 
 
 @pytest.fixture

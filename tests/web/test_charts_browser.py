@@ -7,7 +7,6 @@ own code produces here (the stored demo predates line-mapped listings). Screensh
 """
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,18 +20,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PASSWORD = "e2e-pass-123"
 DEMO = ROOT / "demo" / "trajectories"
 SIZES = [(1440, 900), (1920, 1080)]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not (ROOT / "static" / "dist" / "kw-charts.js").is_file():
-        pytest.fail("static/dist is not built: run `make static/dist/.built`")
-    return path
 
 
 def _with_listing(trajectory: dict, work) -> dict:
@@ -62,25 +49,6 @@ def stack(tmp_path_factory, chromium):
     stack.start(worker=False)
     yield stack
     stack.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        target = ROOT / "docs" / "screenshots"
-        target.mkdir(parents=True, exist_ok=True)
-        return target
-    return tmp_path_factory.mktemp("screenshots")
 
 
 @pytest.fixture(params=SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -5,7 +5,6 @@ The code view is measured, not eyeballed: columns per pane from CodeMirror's own
 lines from each line's height. Screenshots go to a temp dir, or to docs/screenshots/ with UPDATE_SCREENSHOTS=1.
 """
 
-import os
 import re
 import shutil
 
@@ -39,18 +38,6 @@ CSP_WATCH = ("window.__csp = []; document.addEventListener('securitypolicyviolat
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not (ROOT / "static" / "dist" / "kw-editor.js").is_file():
-        pytest.fail("static/dist is not built: run `make static/dist/.built`")
-    return path
-
-
-@pytest.fixture(scope="module")
 def stack(tmp_path_factory, chromium):
     base = tmp_path_factory.mktemp("stack-codeview")
     shutil.copytree(ROOT / "tasks", base / "tasks")  # the real library, for the recorded demo runs ...
@@ -61,25 +48,6 @@ def stack(tmp_path_factory, chromium):
     stack.start(worker_args=("--include", "tests.support.simulated_gpu"))
     yield stack
     stack.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        target = ROOT / "docs" / "screenshots"
-        target.mkdir(parents=True, exist_ok=True)
-        return target
-    return tmp_path_factory.mktemp("screenshots")
 
 
 def _login(context, stack):

@@ -2,7 +2,6 @@
 rendered by daphne and enhanced by the front-end bundle (editor, charts, htmx, websockets), loads without a
 single CSP violation in Debian's Chromium. Demo data: the h100-12-tasks experiment and its runs."""
 
-import os
 import re
 import shutil
 
@@ -20,18 +19,6 @@ document.addEventListener("securitypolicyviolation",
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not (ROOT / "static" / "dist" / "kw-charts.js").is_file():
-        pytest.fail("static/dist is not built: run `make static/dist/.built`")
-    return path
-
-
-@pytest.fixture(scope="module")
 def stack(tmp_path_factory, chromium):
     base = tmp_path_factory.mktemp("stack-csp")
     shutil.copytree(ROOT / "tasks", base / "tasks")
@@ -40,16 +27,6 @@ def stack(tmp_path_factory, chromium):
     stack.start(worker=False)
     yield stack
     stack.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 class Watched:

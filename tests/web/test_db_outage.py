@@ -20,7 +20,7 @@ from testing.scripted_llm import ScriptedLLM
 from tests.conftest import REDIS_TEST_URL
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import BIN, make_stack
+from tests.support.stack import make_stack
 from tests.support.tcp_proxy import OutageProxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
@@ -74,10 +74,8 @@ def stack(tmp_path_factory, database, proxy):
         stack = make_stack(base, base / "tasks", DATABASE_URL=database, REDIS_URL=REDIS_TEST_URL)
         stack.manage("shell", "-c", "from apps.llm.models import LLMEndpoint; "
                      f"LLMEndpoint.objects.create(name='scripted', base_url='{llm.base_url}')")
-        stack._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu",
-                                "--pool", "prefork", "--concurrency", "1", "--include", "tests.support.simulated_gpu",
-                                "--loglevel", "INFO"],
-                     DATABASE_URL=_with(database, port=proxy.port), WORKER_DB_RETRY_SECONDS="60")
+        stack.start_worker("--include", "tests.support.simulated_gpu", pool="prefork",
+                           DATABASE_URL=_with(database, port=proxy.port), WORKER_DB_RETRY_SECONDS="60")
         yield stack
         stack.stop()
 
@@ -85,16 +83,6 @@ def stack(tmp_path_factory, database, proxy):
 def _query(database, sql, *params):
     with psycopg.connect(database) as db:
         return db.execute(sql, params).fetchall()
-
-
-def _launch(stack) -> int:
-    code = ("from django.contrib.auth.models import User; from apps.catalog.models import Task; "
-            "from apps.llm.models import LLMEndpoint; from apps.runs.services import RunConfig, run_create; "
-            "task = Task.objects.get(operator='vadd', precision='fp32'); "
-            f"config = RunConfig(model='scripted', rounds={ROUNDS}, debug_rounds=0, profile_mode='none', "
-            "endpoint_id=LLMEndpoint.objects.get().pk); "
-            "print(run_create(owner=User.objects.get(), task=task, config=config).pk)")
-    return int(stack.manage("shell", "-c", code).split()[-1])
 
 
 def _wait(database, stack, run_id, predicate, what, timeout=120):
@@ -108,7 +96,7 @@ def _wait(database, stack, run_id, predicate, what, timeout=120):
 
 
 def test_a_run_outlives_a_database_outage_without_losing_or_doubling_anything(stack, database, proxy):
-    run_id = _launch(stack)
+    run_id = stack.create_runs(ROUNDS)[0]
     _wait(database, stack, run_id, lambda ev: [t for _, t in ev].count("turn.finished") >= 2, "two turns")
     cut_before = proxy.cuts
     proxy.outage(5)

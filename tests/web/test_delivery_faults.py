@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -21,11 +20,10 @@ from datetime import datetime
 
 import pytest
 
-from testing.reachable import reachable
 from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import BIN, free_port, make_stack
+from tests.support.stack import PrivateRedis, make_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 ROUNDS = 1
@@ -39,41 +37,11 @@ SCRIPT = [
 MEASURED: dict[str, float] = {}
 
 
-class VolatileRedis:
-    """redis-server with persistence off: a crash loses every queued message."""
-
-    def __init__(self, folder):
-        self.folder, self.port, self.process = folder, free_port(), None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--appendonly", "no", "--save", ""],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 10
-        while not reachable(self.url, timeout=0.2):
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-
-    def crash(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory):
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
-    server = VolatileRedis(tmp_path_factory.mktemp("redis-volatile"))
+    server = PrivateRedis(tmp_path_factory.mktemp("redis-volatile"), durable=False)
     server.start()
     yield server
     server.stop()
@@ -84,9 +52,7 @@ class FaultStack:
         self.stack, self.llm, self.worker = stack, llm, None
 
     def start_worker(self):
-        self.stack._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-B", "-Q", "kernelweb,gpu",
-                                     "--pool", "prefork", "--concurrency", "1",
-                                     "--include", "tests.support.simulated_gpu", "--loglevel", "INFO"])
+        self.stack.start_worker("-B", "--include", "tests.support.simulated_gpu", pool="prefork")
         self.worker = self.stack.processes[-1][0]
         deadline = time.monotonic() + 60
         while not self.stack.query("SELECT 1 FROM fleet_worker WHERE pid=? AND stopped_at IS NULL", self.worker.pid):
@@ -121,14 +87,7 @@ def faults(tmp_path_factory, redis_server):
 
 
 def _launch(stack, *, dispatch=True, rounds=ROUNDS, count=1):
-    code = ("from django.contrib.auth.models import User; from apps.catalog.models import Task; "
-            "from apps.llm.models import LLMEndpoint; from apps.runs.services import RunConfig, run_create; "
-            "task = Task.objects.get(operator='vadd', precision='fp32'); "
-            f"config = RunConfig(model='scripted', rounds={rounds}, debug_rounds=0, profile_mode='none', "
-            "endpoint_id=LLMEndpoint.objects.get().pk); "
-            f"print([run_create(owner=User.objects.get(), task=task, config=config, dispatch={dispatch}).pk "
-            f"for _ in range({count})])")
-    ids = json.loads(stack.manage("shell", "-c", code).strip().splitlines()[-1])
+    ids = stack.create_runs(rounds, count=count, dispatch=dispatch)
     return ids[0] if count == 1 else ids
 
 
@@ -229,7 +188,8 @@ def test_queued_runs_lost_with_a_broker_restart_without_persistence_are_sent_aga
     running = _launch(stack, rounds=8)  # long enough to launch two more behind it
     _wait(stack, running, _started, "the first run's start")
     queued = _launch(stack, count=2)  # their messages wait in Redis: the only worker is busy
-    assert all(_status(stack, r)[:3] == ("queued", "", 0) for r in queued)
+    statuses = [_status(stack, r) for r in queued] + [_status(stack, running)]
+    assert all(s[:3] == ("queued", "", 0) for s in statuses[:2]) and statuses[2][0] == "running", statuses
     redis_server.crash()  # no append-only file: the two messages are gone
     redis_server.start()
     restarted = time.monotonic()

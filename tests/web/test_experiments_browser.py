@@ -8,9 +8,7 @@ FP32 kernel 0.9× (correct but slower). So with all precisions fast_1 is 1 of 2 
 
 import csv
 import io
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ import pytest
 from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import ROOT, make_stack
+from tests.support.stack import make_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PASSWORD = "e2e-pass-123"
@@ -28,18 +26,6 @@ SCRIPT = [
     {"agent": "coder", "content": kernel("ok 0.9"), "repeat": 100},
     {"agent": "compiler", "content": COMMAND, "repeat": 100},
 ]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not (ROOT / "static" / "dist" / "kw-charts.js").is_file():
-        pytest.fail("static/dist is not built: run `make static/dist/.built`")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -61,24 +47,19 @@ def stack(tmp_path_factory, llm, chromium):
 
 
 @pytest.fixture
-def page(chromium, stack):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(stack.url + "/accounts/login/")
-        page.fill("input[name=username]", "tester")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r".*/$"))
-        yield page
-        context.close()
-        browser.close()
-        assert errors == [], f"JavaScript errors: {errors}"
+def page(browser, stack):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(stack.url + "/accounts/login/")
+    page.fill("input[name=username]", "tester")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(re.compile(r".*/$"))
+    yield page
+    context.close()
+    assert errors == [], f"JavaScript errors: {errors}"
 
 
 def _download(page, selector: str) -> tuple[str, bytes]:
@@ -86,13 +67,6 @@ def _download(page, selector: str) -> tuple[str, bytes]:
         page.click(selector)
     download = info.value
     return download.suggested_filename, Path(download.path()).read_bytes()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        return ROOT / "docs" / "screenshots"
-    return tmp_path_factory.mktemp("screenshots")
 
 
 def test_launch_watch_switch_precision_and_download_csv(page, stack, shots):

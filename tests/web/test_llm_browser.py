@@ -8,7 +8,6 @@ docs/screenshots/ with UPDATE_SCREENSHOTS=1.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 
@@ -22,18 +21,6 @@ PASSWORD = "e2e-pass-123"
 QUIRKS = {"refuse_params": ["temperature"], "reasoning": "reasoning_content", "reasoning_tokens": True,
           "models_window_key": "max_model_len", "context_window": 32768, "context_error": "vllm"}
 SIZES = {"1440": (1440, 900), "1920": (1920, 1080)}
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not (ROOT / "static" / "dist" / "kw-editor.js").is_file():
-        pytest.fail("static/dist is not built: run `make static/dist/.built`")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -72,25 +59,6 @@ def stack(tmp_path_factory, llm, chromium):
     stack.start(worker=False)
     yield stack
     stack.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        target = ROOT / "docs" / "screenshots"
-        target.mkdir(parents=True, exist_ok=True)
-        return target
-    return tmp_path_factory.mktemp("screenshots")
 
 
 def _page(browser, stack, size=(1440, 900)):

@@ -8,9 +8,7 @@ runs list and the viewer's events at 1440×900 and 1920×1080 go to a temp dir (
 screenshots/public-*.png).
 """
 
-import os
 import re
-import shutil
 
 import pytest
 
@@ -41,18 +39,6 @@ print(failed.pk, cancelled.pk)
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (the .ci/run script installs Debian's chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if not (ROOT / "static" / "dist" / "kw-editor.js").is_file():
-        pytest.fail("static/dist is not built: run `make static/dist/.built`")
-    return path
-
-
-@pytest.fixture(scope="module")
 def stack(tmp_path_factory, chromium):
     base = tmp_path_factory.mktemp("stack-public")
     stack = make_stack(base, ROOT / "tasks")
@@ -66,25 +52,6 @@ def stack(tmp_path_factory, chromium):
     stack.start(worker=False)
     yield stack
     stack.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        target = ROOT / "docs" / "screenshots"
-        target.mkdir(parents=True, exist_ok=True)
-        return target
-    return tmp_path_factory.mktemp("screenshots")
 
 
 def new_page(browser, width=1440, height=900):

@@ -11,19 +11,16 @@ the DB replay on reconnect covers the gap. The queued run survives in Redis's ap
 import asyncio
 import json
 import shutil
-import signal
-import subprocess
 import threading
 import time
 
 import pytest
 import websockets
 
-from testing.reachable import reachable
 from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import BIN, Browserless, free_port, make_stack
+from tests.support.stack import Browserless, PrivateRedis, make_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 ROUNDS = 3
@@ -35,39 +32,11 @@ SCRIPT = [
 ]
 
 
-class PrivateRedis:
-    def __init__(self, folder):
-        self.folder, self.port, self.process = folder, free_port(), None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 10
-        while not reachable(self.url, timeout=0.2):
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-
-    def crash(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory):
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
-    server = PrivateRedis(tmp_path_factory.mktemp("redis"))
+    server = PrivateRedis(tmp_path_factory.mktemp("redis"), durable=True)
     server.start()
     yield server
     server.stop()
@@ -83,21 +52,9 @@ def stack(tmp_path_factory, redis_server):
         stack.manage("shell", "-c", "from apps.llm.models import LLMEndpoint; "
                      f"LLMEndpoint.objects.create(name='scripted', base_url='{llm.base_url}')")
         stack.start(worker=False)
-        stack._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu",
-                                "--pool", "prefork", "--concurrency", "1", "--include", "tests.support.simulated_gpu",
-                                "--loglevel", "INFO"])
+        stack.start_worker("--include", "tests.support.simulated_gpu", pool="prefork")
         yield stack
         stack.stop()
-
-
-def _launch(stack) -> int:
-    code = ("from django.contrib.auth.models import User; from apps.catalog.models import Task; "
-            "from apps.llm.models import LLMEndpoint; from apps.runs.services import RunConfig, run_create; "
-            "task = Task.objects.get(operator='vadd', precision='fp32'); "
-            f"config = RunConfig(model='scripted', rounds={ROUNDS}, debug_rounds=0, profile_mode='none', "
-            "endpoint_id=LLMEndpoint.objects.get().pk); "
-            "print(run_create(owner=User.objects.get(), task=task, config=config).pk)")
-    return int(stack.manage("shell", "-c", code).split()[-1])
 
 
 def _db_events(stack, run_id):
@@ -135,7 +92,7 @@ async def _follow(stack, browser, run_id, received: list, reconnects: list, time
 def test_runs_in_flight_and_queued_survive_a_redis_crash_and_no_event_is_lost(stack, redis_server):
     browser = Browserless(stack.url)
     browser.login("tester", "e2e-pass-123")
-    running, queued = _launch(stack), _launch(stack)
+    running, queued = stack.create_runs(ROUNDS, count=2)
     received, reconnects = [], []
     follower = threading.Thread(target=lambda: asyncio.run(_follow(stack, browser, running, received, reconnects)))
     follower.start()

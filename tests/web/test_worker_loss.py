@@ -17,7 +17,7 @@ from testing.scripted_llm import ScriptedLLM
 from tests.conftest import REDIS_TEST_URL
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import BIN, make_stack
+from tests.support.stack import make_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 ROUNDS = 2
@@ -48,21 +48,9 @@ def stack(tmp_path_factory, llm):
     stack = make_stack(base, base / "tasks", REDIS_URL=REDIS_TEST_URL)
     stack.manage("shell", "-c", "from apps.llm.models import LLMEndpoint; "
                  f"LLMEndpoint.objects.create(name='scripted', base_url='{llm.base_url}')")
-    stack._spawn("worker", [str(BIN / "celery"), "-A", "kernelweb", "worker", "-Q", "kernelweb,gpu",
-                            "--pool", "prefork", "--concurrency", "1", "--include", "tests.support.simulated_gpu",
-                            "--loglevel", "INFO"])
+    stack.start_worker("--include", "tests.support.simulated_gpu", pool="prefork")
     yield stack
     stack.stop()
-
-
-def _launch(stack) -> int:
-    code = ("from django.contrib.auth.models import User; from apps.catalog.models import Task; "
-            "from apps.llm.models import LLMEndpoint; from apps.runs.services import RunConfig, run_create; "
-            "task = Task.objects.get(operator='vadd', precision='fp32'); "
-            f"config = RunConfig(model='scripted', rounds={ROUNDS}, debug_rounds=0, profile_mode='none', "
-            "endpoint_id=LLMEndpoint.objects.get().pk); "
-            "print(run_create(owner=User.objects.get(), task=task, config=config).pk)")
-    return int(stack.manage("shell", "-c", code).split()[-1])
 
 
 def _events(stack, run_id) -> list[tuple[int, str]]:
@@ -105,7 +93,7 @@ def _status(stack, run_id):
 
 
 def test_a_killed_worker_child_requeues_the_run_once_and_it_finishes_without_duplicate_turns(stack):
-    run_id = _launch(stack)
+    run_id = stack.create_runs(ROUNDS)[0]
     _kill_mid_run(stack, run_id, after_seq=0)
     events = _wait(stack, run_id, lambda ev: ev[-1][1] in ("run.succeeded", "run.failed"), "the end of the run")
     types = [t for _, t in events]
@@ -120,7 +108,7 @@ def test_a_killed_worker_child_requeues_the_run_once_and_it_finishes_without_dup
 
 
 def test_a_run_whose_worker_is_lost_twice_fails_with_the_reason(stack):
-    run_id = _launch(stack)
+    run_id = stack.create_runs(ROUNDS)[0]
     _kill_mid_run(stack, run_id, after_seq=0)
     requeued = _wait(stack, run_id, lambda ev: "run.requeued" in [t for _, t in ev], "the requeue")
     _kill_mid_run(stack, run_id, after_seq=requeued[-1][0])

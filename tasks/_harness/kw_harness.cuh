@@ -14,6 +14,12 @@
 // written only to --out (stdout and stderr belong to the kernels).
 //
 // The same harness.cu is compiled twice: plain for FP32, with -DKW_BF16 for BF16.
+//
+// What does not depend on the task (the command line, the driver, checked timing and its kernels, the
+// evidence stream, the JSON report: kw::run_main and all it calls) is compiled once per precision, from
+// kw_runtime.cu, which defines KW_HARNESS_RUNTIME; a task's harness.cu sees only the declarations of what
+// is inside `#ifdef KW_HARNESS_RUNTIME` here, and is linked with that object (docs/evaluation.md, "Build
+// and caching").
 #pragma once
 
 #include <cuda_bf16.h>
@@ -252,6 +258,8 @@ class Rng {
 
 using Params = std::vector<std::pair<std::string, double>>;  // in the order given
 
+#ifdef KW_HARNESS_RUNTIME  // the command line: read by run_main only
+
 struct Options {
   Mode mode = Mode::validate;
   Impl impl = Impl::baseline;
@@ -457,6 +465,8 @@ inline Options parse_options(int argc, char** argv) {
   }
   return o;
 }
+
+#endif  // KW_HARNESS_RUNTIME
 
 // ----------------------------------------------------------------------------------
 // Buffers: one per pointer parameter. The device allocation has a guard zone on
@@ -832,6 +842,7 @@ class Case {
   std::vector<unsigned char> scratch_;
 };
 
+#ifdef KW_HARNESS_RUNTIME  // the evidence stream: the driver's
 // ----------------------------------------------------------------------------------
 // Evidence (docs/evaluation.md, "Who decides the verdict"): the candidate's process (mode outputs) runs
 // the candidate on every checked case and sends, over a pipe the evaluator opened, the raw device
@@ -959,6 +970,8 @@ class EvidenceReader {
   std::string where_;
   std::vector<unsigned char> staging_;
 };
+
+#endif  // KW_HARNESS_RUNTIME
 
 // ----------------------------------------------------------------------------------
 // Comparison: |got - expected| <= atol + rtol * |expected|, NaN never passes; int
@@ -1100,6 +1113,7 @@ class Reference {
   std::vector<std::string> done_;
 };
 
+#ifdef KW_HARNESS_RUNTIME  // the JSON report: the driver's
 // ----------------------------------------------------------------------------------
 // JSON: a small writer (commas handled here), and the report it serializes.
 // Non-finite numbers are written as the strings "nan", "inf", "-inf".
@@ -1411,6 +1425,8 @@ class Report {
   }
 };
 
+#endif  // KW_HARNESS_RUNTIME
+
 // ----------------------------------------------------------------------------------
 // The driver
 // ----------------------------------------------------------------------------------
@@ -1423,6 +1439,7 @@ struct TaskDef {
   void (*reference)(Case&, Reference&);
 };
 
+#ifdef KW_HARNESS_RUNTIME  // the driver: run_main's
 class Driver {
  public:
   Driver(const Options& o, const TaskDef& t, Report& r)
@@ -1858,9 +1875,14 @@ class Driver {
   std::optional<EvidenceReader> reader_;
 };
 
+#endif  // KW_HARNESS_RUNTIME
+
 // Exit status: 0 = JSON complete (correct or not); 1 = JSON written with an error;
 // 2 = no JSON could be written (no --out, or the file could not be written).
-inline int run_main(int argc, char** argv, const TaskDef& task) {
+int run_main(int argc, char** argv, const TaskDef& task);
+
+#ifdef KW_HARNESS_RUNTIME
+int run_main(int argc, char** argv, const TaskDef& task) {
   Options opt;
   try {
     opt = parse_options(argc, argv);
@@ -1895,6 +1917,7 @@ inline int run_main(int argc, char** argv, const TaskDef& task) {
   report.write();
   return 1;
 }
+#endif  // KW_HARNESS_RUNTIME
 
 }  // namespace kw
 

@@ -58,6 +58,9 @@ __device__ __forceinline__ void store(int type, void* base, size_t i, double v) 
   else static_cast<int*>(base)[i] = int(v);
 }
 
+// The kernels are defined in the harness runtime (kw_runtime.cu) only; a task's harness.cu, compiled on its own,
+// sees their declarations (a second definition would clash when the two objects are linked).
+#ifdef KW_HARNESS_RUNTIME
 // A fresh draw from the buffer's distribution (uniform, normal, randint).
 __global__ void redraw_kernel(void* dst, int type, size_t n, uint64_t seed, int kind, double a, double b) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -111,6 +114,14 @@ __global__ void compare_kernel(const void* got, const void* expected, int type, 
 
 // The floor's kernel: nothing but its launch.
 __global__ void empty_kernel() {}
+#else
+__global__ void redraw_kernel(void* dst, int type, size_t n, uint64_t seed, int kind, double a, double b);
+__global__ void permute_kernel(void* dst, const void* src, int type, size_t n, uint64_t mul, uint64_t add,
+                               double scale);
+__global__ void compare_kernel(const void* got, const void* expected, int type, size_t n, double atol, double rtol,
+                               unsigned long long* bad, unsigned long long* first);
+__global__ void empty_kernel();
+#endif
 
 inline unsigned grid_for(size_t n) {
   const size_t blocks = (n + 255) / 256;

@@ -237,3 +237,33 @@ def test_a_link_error_outside_the_candidate_is_a_task_problem(nvcc, tmp_path):
     log = _link(nvcc, tmp_path, [harness, cand])
     reason, at_fault = link_failure(log, objcheck.check_object(cand, objcheck.ObjectPolicy(), source), source)
     assert not at_fault and "task/harness problem" in reason and "missing_in_harness" in reason
+
+
+# The shipped harness's runtime (tasks/_harness/kw_runtime.cu) is an object of its own, linked with every task's
+# harness.o: its definitions are the harness's as much as harness.o's. Replacing run_main would write any report;
+# replacing the timed calls' comparison kernel would pass every call.
+@pytest.mark.parametrize(
+    ("definition", "symbol"),
+    [
+        ("namespace kw { struct TaskDef; int run_main(int, char**, const TaskDef&) { return 0; } }\n",
+         "kw::run_main("),
+        ("#include <cstddef>\nnamespace kw { namespace timed {\n__global__ void compare_kernel(const void*, "
+         "const void*, int, size_t, double, double, unsigned long long*, unsigned long long*) {}\n} }\n",
+         "kw::timed::compare_kernel("),
+    ],
+    ids=["run_main", "compare_kernel"],
+)
+def test_a_definition_of_the_shared_harness_runtime_is_refused(chain, shared_build_cache, tmp_path, definition,
+                                                                symbol):
+    from testing.gpu_candidates import LIBRARY
+    from worker.formats.cuda.evaluation import EvalOptions
+
+    source = definition + (
+        'extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {\n'
+        "    for (int i = 0; i < N; ++i) C[i] = A[i] + B[i];\n}\n")
+    options = EvalOptions(build_cache=str(shared_build_cache), lock_dir=str(tmp_path / "locks"))
+    ev = evaluate(LIBRARY["vector_add"], "fp32", source, None, options, chain=chain, compile_only=True,
+                  work_dir=tmp_path / "w")
+    assert ev.verdict == Verdict.REJECTED, ev.reason
+    assert any(v.startswith("RULE object-defines") and symbol in v and "is defined by the candidate" in v
+               for v in ev.static_violations), ev.static_violations

@@ -37,6 +37,10 @@ EXECUTABLE = "kwbench"
 REFERENCE_EXECUTABLE = "kwref"  # baseline + harness without the candidate: baseline runs and the check's verdict
 BASELINE_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
 HARNESS_FLAGS = ("-O2", "-std=c++17")
+# The harness's task-independent part (options, the driver, checked timing, the JSON report), compiled once per
+# precision and linked with every task's harness.o, which then compiles only the task's setup, launch and reference
+# (docs/evaluation.md, "Build and caching"). A harness folder without it (the tests' CPU stand-in) has none.
+RUNTIME_SOURCE = "kw_runtime.cu"
 COMPILE_TIMEOUT_S = 300.0
 _CACHE_FORMAT = "1"  # bump to invalidate every cached object after a change in how they are built
 
@@ -96,9 +100,10 @@ def _sha(*parts: bytes | str) -> str:
 
 
 def harness_hash(harness_dir: Path) -> str:
-    """Hash of the shared protocol headers: part of every harness key and of the baseline-time cache key."""
+    """Hash of the shared protocol sources (the headers and the runtime, RUNTIME_SOURCE): part of every harness key
+    and of the baseline-time cache key."""
     files = sorted(
-        p for p in Path(harness_dir).glob("*") if p.is_file() and p.suffix in (".cuh", ".h", ".hpp")
+        p for p in Path(harness_dir).glob("*") if p.is_file() and p.suffix in (".cuh", ".h", ".hpp", ".cu")
     )
     return _sha(*[p.name + "\0" + p.read_text(encoding="utf-8", errors="replace") for p in files])
 
@@ -334,6 +339,17 @@ def build(
         )
     )
 
+    runtime_src = harness_dir / RUNTIME_SOURCE
+    if runtime_src.is_file():
+        runtime_argv = [nvcc, *HARNESS_FLAGS, f"-arch={arch}", *bf16, "-I", str(harness_dir), *shipped, "-c",
+                        str(runtime_src), "-o", "kw_runtime.o"]
+        # No task in the key: one object per precision serves every task.
+        key = _sha(*common, "runtime", " ".join(runtime_argv[1:-4]), harness_hash(harness_dir),
+                   *([harness_hash(shipped_dir)] if shipped else []))
+        jobs.append(_Job("runtime", runtime_argv, work / "runtime", work / "runtime" / "kw_runtime.o", key,
+                         cache / "objects" / f"{key}.o"))
+    fixed = len(jobs)  # the objects every executable of this build links: baseline, harness (and runtime)
+
     flag_check = None
     libraries: tuple[str, ...] = ()
     notes: list[str] = []
@@ -375,8 +391,9 @@ def build(
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         done = list(pool.map(lambda j: _run_job(j, timeout_s), jobs))
     results = {job.role: result for job, result in zip(jobs, done, strict=True)}
-    baseline, harness, candidate = results["baseline"], results["harness"], results.get("candidate")
-    failed = [r for r in results.values() if not r.ok]
+    baseline, candidate = results["baseline"], results.get("candidate")
+    harness = _with_runtime(results["harness"], results.get("runtime"))
+    failed = [r for r in (baseline, harness, candidate) if r is not None and not r.ok]
     if failed:
         return BuildResult(
             False,
@@ -404,7 +421,7 @@ def build(
                                refused=checked.messages())
 
     # The reference first: without the candidate, so its failure is the task's, whatever the candidate did.
-    ref_link, ref_key = _link(nvcc, arch, common, jobs[:2], (), work, REFERENCE_EXECUTABLE, cache, timeout_s)
+    ref_link, ref_key = _link(nvcc, arch, common, jobs[:fixed], (), work, REFERENCE_EXECUTABLE, cache, timeout_s)
     reference = str(work / REFERENCE_EXECUTABLE) if ref_link.ok else None
     if not ref_link.ok or candidate is None:
         return BuildResult(ref_link.ok, reference, baseline, harness, candidate, ref_link, flag_check,
@@ -415,11 +432,11 @@ def build(
     problem = ""  # why a late-loaded candidate's library could not be loaded, the task's or the worker's fault
     if late:
         exe_shape, lib_shape = _late_load_shapes(nvcc)
-        link, link_key = _link(nvcc, arch, common, jobs[:2], libraries, work, EXECUTABLE, cache, timeout_s,
+        link, link_key = _link(nvcc, arch, common, jobs[:fixed], libraries, work, EXECUTABLE, cache, timeout_s,
                                exe_shape)
         if link.ok:
             library = work / CANDIDATE_LIBRARY
-            link, lib_key = _link(nvcc, arch, common, jobs[2:], libraries, work, library.name, cache, timeout_s,
+            link, lib_key = _link(nvcc, arch, common, jobs[fixed:], libraries, work, library.name, cache, timeout_s,
                                   lib_shape)
             link_key = _sha(link_key, lib_key)
         if link.ok:
@@ -449,6 +466,21 @@ def build(
         candidate_at_fault=at_fault,
         reference=reference,
         library=str(library) if link.ok and library is not None else None,
+    )
+
+
+def _with_runtime(harness: CompileResult, runtime: CompileResult | None) -> CompileResult:
+    """The task's harness.o and the shared runtime's object reported as one step, the harness: both are the task's
+    side of the build, and a failure of either is a task/harness problem."""
+    if runtime is None:
+        return harness
+    return replace(
+        harness,
+        ok=harness.ok and runtime.ok,
+        command=f"{harness.command}\n{runtime.command}",
+        log="\n".join(r.log for r in (harness, runtime) if r.log.strip()),
+        cached=harness.cached and runtime.cached,
+        seconds=max(harness.seconds, runtime.seconds),  # compiled side by side
     )
 
 
@@ -496,6 +528,9 @@ def check_candidate_object(
     clock reads in its SASS (neither can be hidden from these listings by the preprocessor)."""
     baseline = objcheck.global_definitions(work / "baseline" / "baseline.o")
     harness = objcheck.global_definitions(work / "harness" / "harness.o")
+    runtime = work / "runtime" / "kw_runtime.o"
+    if runtime.is_file():
+        harness |= objcheck.global_definitions(runtime)
     entry = spec.interfaces[precision].optimized_entry
     policy = objcheck.ObjectPolicy(libraries=libraries, entry=entry, reserved=(baseline | harness) - {entry},
                                    baseline=baseline)

@@ -221,3 +221,21 @@ def test_a_full_build_cache_costs_only_reuse_and_leaves_no_broken_entry(scale_sp
     second = build(scale_spec, "fp32", no_gpu_chain, candidate("scale_good.cu"), "-O3", work_dir=tmp_path / "b",
                    **args)
     assert second.ok and second.key == first.key
+
+
+def test_every_task_links_one_shared_runtime_object_and_keeps_only_its_own_code(no_gpu_chain, tmp_path):
+    import json
+
+    from testing.gpu_candidates import LIBRARY
+    from worker.engine import objcheck
+
+    cache = tmp_path / "cache"
+    for task, precision in (("vector_add", "fp32"), ("RELU", "fp32")):
+        built = build(LIBRARY[task], precision, no_gpu_chain, None, work_dir=tmp_path / task / precision,
+                      cache_dir=cache)
+        assert built.ok, built.failure.log if built.failure else built.link.log
+        assert "kw_runtime.cu" in built.harness.command  # reported as the harness's step
+        own = objcheck.global_definitions(tmp_path / task / precision / "harness" / "harness.o")
+        assert not any("run_main" in name for name in own), "the task's harness.o compiled the runtime again"
+    roles = [json.loads(meta.read_text())["role"] for meta in (cache / "objects").glob("*.json")]
+    assert roles.count("runtime") == 1 and roles.count("harness") == 2  # the second task reused the first's

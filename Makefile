@@ -66,12 +66,14 @@ test: install-dev static/dist/.built .cuda-libs/.ready
 	$(BIN)/lint-imports --no-cache
 	@# The engine's tests (tests/worker) are CPU-bound nvcc and g++ builds sharing one build cache: one pytest
 	@# worker per core (pytest-xdist). The rest start servers and browsers and flush Redis: two workers, each
-	@# test file whole on one of them, each worker with a Redis database of its own (tests/conftest.py).
+	@# test file whole on one of them, each worker with a Redis database of its own (tests/conftest.py); on
+	@# PostgreSQL each worker also gets a test database of its own (pytest-django names it after the worker).
 	$(BIN)/python -m pytest -m "not gpu" -n auto --maxprocesses 4 tests/worker
 	$(BIN)/python -m pytest -m "not gpu" -n 2 --dist loadfile --ignore=tests/worker
 	@if $(BIN)/python -m testing.reachable "$(POSTGRES_TEST_URL)"; then \
 	  echo "== again on PostgreSQL ($(POSTGRES_TEST_URL)) =="; \
-	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser and not slow" tests/web; \
+	  DATABASE_URL="$(POSTGRES_TEST_URL)" $(BIN)/python -m pytest -m "not gpu and not browser and not slow" \
+	    -n 2 --dist loadfile tests/web; \
 	elif [ -n "$$CI" ]; then echo "PostgreSQL at $(POSTGRES_TEST_URL) is required in CI"; exit 1; \
 	else echo "== PostgreSQL not reachable at $(POSTGRES_TEST_URL): skipped the PostgreSQL pass =="; fi
 

@@ -22,6 +22,7 @@ from testing.reachable import reachable
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+ADMIN, ADMIN_PASSWORD = "tester", "e2e-pass-123"  # the superuser make_stack creates
 
 
 def free_port() -> int:
@@ -110,7 +111,7 @@ def make_stack(base: Path, tasks_dir: Path, **extra_env) -> Stack:
         KERNELWEB_VAR_DIR=str(base / "var"),
         TASKS_DIR=str(tasks_dir),
         EVENT_POLL_SECONDS="0.2",
-        DJANGO_SUPERUSER_PASSWORD="e2e-pass-123",
+        DJANGO_SUPERUSER_PASSWORD=ADMIN_PASSWORD,
         PYTHONUNBUFFERED="1",
         CHANNELS_PREFIX=f"kw-test-{base.name}",
     )
@@ -118,7 +119,7 @@ def make_stack(base: Path, tasks_dir: Path, **extra_env) -> Stack:
     stack = Stack(base=base, port=free_port(), env=env)
     stack.manage("migrate", "--noinput")
     stack.manage("sync_tasks", "--strict")
-    stack.manage("createsuperuser", "--noinput", "--username", "tester", "--email", "t@example.org")
+    stack.manage("createsuperuser", "--noinput", "--username", ADMIN, "--email", "t@example.org")
     return stack
 
 
@@ -178,3 +179,19 @@ class PrivateRedis:
         if self.process and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=10)
+
+
+def signed_in_page(context, stack: Stack, *, init_script: str | None = None):
+    """A new page of a Playwright browser context, signed in as the stack's superuser. JavaScript errors it raises
+    collect in page.js_errors (the browser tests assert it is empty); `init_script` runs before every page's own."""
+    page = context.new_page()
+    if init_script:
+        page.add_init_script(init_script)
+    page.js_errors = []
+    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+    page.goto(stack.url + "/accounts/login/")
+    page.fill("input[name=username]", ADMIN)
+    page.fill("input[name=password]", ADMIN_PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(re.compile(r".*/$"))
+    return page

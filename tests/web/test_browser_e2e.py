@@ -15,10 +15,9 @@ import pytest
 from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import ROOT, make_stack
+from tests.support.stack import ROOT, make_stack, signed_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-PASSWORD = "e2e-pass-123"
 SCRIPT = [
     {"agent": "planner", "content": PLAN, "delay_s": 0.7, "repeat": 100},
     {"agent": "coder", "content": kernel("compile_error"), "delay_s": 0.3},
@@ -52,14 +51,8 @@ def stack(tmp_path_factory, llm, chromium):
 @pytest.fixture
 def page(browser, stack):
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(stack.url + "/accounts/login/")
-    page.fill("input[name=username]", "tester")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(re.compile(r".*/$"))
+    page = signed_in_page(context, stack)
+    errors = page.js_errors
     yield page
     context.close()
     assert errors == [], f"JavaScript errors: {errors}"

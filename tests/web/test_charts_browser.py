@@ -13,11 +13,10 @@ import subprocess
 
 import pytest
 
-from tests.support.stack import ROOT, make_stack
+from tests.support.stack import ROOT, make_stack, signed_in_page
 from worker.engine import assembly
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-PASSWORD = "e2e-pass-123"
 DEMO = ROOT / "demo" / "trajectories"
 SIZES = [(1440, 900), (1920, 1080)]
 
@@ -55,14 +54,8 @@ def stack(tmp_path_factory, chromium):
 def page(request, browser, stack):
     width, height = request.param
     context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(stack.url + "/accounts/login/")
-    page.fill("input[name=username]", "tester")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(re.compile(r".*/$"))
+    page = signed_in_page(context, stack)
+    errors = page.js_errors
     page.size = f"{width}x{height}"
     yield page
     context.close()

@@ -11,10 +11,9 @@ import shutil
 import pytest
 
 from tests.support.specs import write_task
-from tests.support.stack import ROOT, make_stack
+from tests.support.stack import ROOT, make_stack, signed_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-PASSWORD = "e2e-pass-123"
 
 # Per pane of a merge view (or the single pane): columns that fit beside the gutters, lines taller than one
 # line box (a wrap), whether the content is laid out without wrapping at all.
@@ -51,16 +50,8 @@ def stack(tmp_path_factory, chromium):
 
 
 def _login(context, stack):
-    page = context.new_page()
-    page.add_init_script(CSP_WATCH)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(stack.url + "/accounts/login/")
-    page.fill("input[name=username]", "tester")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(re.compile(r".*/$"))
-    return page, errors
+    page = signed_in_page(context, stack, init_script=CSP_WATCH)
+    return page, page.js_errors
 
 
 @pytest.fixture

@@ -8,16 +8,14 @@ docs/screenshots/ with UPDATE_SCREENSHOTS=1.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 
 import pytest
 
 from testing.scripted_llm import ScriptedLLM
-from tests.support.stack import ROOT, make_stack
+from tests.support.stack import ROOT, make_stack, signed_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-PASSWORD = "e2e-pass-123"
 QUIRKS = {"refuse_params": ["temperature"], "reasoning": "reasoning_content", "reasoning_tokens": True,
           "models_window_key": "max_model_len", "context_window": 32768, "context_error": "vllm"}
 SIZES = {"1440": (1440, 900), "1920": (1920, 1080)}
@@ -63,14 +61,8 @@ def stack(tmp_path_factory, llm, chromium):
 
 def _page(browser, stack, size=(1440, 900)):
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(stack.url + "/accounts/login/")
-    page.fill("input[name=username]", "tester")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(re.compile(r".*/$"))
+    page = signed_in_page(context, stack)
+    errors = page.js_errors
     return context, page, errors
 
 

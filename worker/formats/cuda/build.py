@@ -299,19 +299,14 @@ def build(
     shipped_dir = Path(HARNESS_DIR).resolve()
     shipped = [] if shipped_dir == harness_dir else ["-I", str(shipped_dir)]
     bf16 = ["-DKW_BF16"] if precision == "bf16" else []
-    harness_argv = [
-        nvcc,
-        *HARNESS_FLAGS,
-        f"-arch={arch}",
-        *bf16,
-        "-I",
-        str(harness_dir),
-        *shipped,
-        "-c",
-        str(harness_src),
-        "-o",
-        "harness.o",
-    ]
+
+    def harness_argv_for(source: Path, output: str) -> list[str]:  # the task's harness.cu and the shared runtime
+        return [nvcc, *HARNESS_FLAGS, f"-arch={arch}", *bf16, "-I", str(harness_dir), *shipped, "-c", str(source),
+                "-o", output]
+
+    harness_argv = harness_argv_for(harness_src, "harness.o")
+    # The protocol's sources, read once: part of the harness's key and the runtime's.
+    protocol = (harness_hash(harness_dir), *([harness_hash(shipped_dir)] if shipped else []))
     jobs = []
     key = _sha(*common, "baseline", " ".join(baseline_argv[1:-4]), baseline_text)
     jobs.append(
@@ -324,10 +319,7 @@ def build(
             cache / "objects" / f"{key}.o",
         )
     )
-    key = _sha(
-        *common, "harness", " ".join(harness_argv[1:-4]), harness_src.read_bytes(), harness_hash(harness_dir),
-        *([harness_hash(shipped_dir)] if shipped else []),
-    )
+    key = _sha(*common, "harness", " ".join(harness_argv[1:-4]), harness_src.read_bytes(), *protocol)
     jobs.append(
         _Job(
             "harness",
@@ -341,11 +333,9 @@ def build(
 
     runtime_src = harness_dir / RUNTIME_SOURCE
     if runtime_src.is_file():
-        runtime_argv = [nvcc, *HARNESS_FLAGS, f"-arch={arch}", *bf16, "-I", str(harness_dir), *shipped, "-c",
-                        str(runtime_src), "-o", "kw_runtime.o"]
+        runtime_argv = harness_argv_for(runtime_src, "kw_runtime.o")
         # No task in the key: one object per precision serves every task.
-        key = _sha(*common, "runtime", " ".join(runtime_argv[1:-4]), harness_hash(harness_dir),
-                   *([harness_hash(shipped_dir)] if shipped else []))
+        key = _sha(*common, "runtime", " ".join(runtime_argv[1:-4]), *protocol)
         jobs.append(_Job("runtime", runtime_argv, work / "runtime", work / "runtime" / "kw_runtime.o", key,
                          cache / "objects" / f"{key}.o"))
     fixed = len(jobs)  # the objects every executable of this build links: baseline, harness (and runtime)
@@ -411,7 +401,8 @@ def build(
 
     checked: objcheck.ObjectReport | None = None
     if candidate is not None and not trusted and not trusted_libraries:
-        checked = check_candidate_object(spec, precision, work, candidate_source or "",
+        checked = check_candidate_object(spec, precision, work, [j.output for j in jobs[1:fixed]],
+                                         candidate_source or "",
                                          (*libraries, *spec.allowed_libraries))
         if checked.note:
             notes.append(checked.note)
@@ -522,15 +513,13 @@ def _link(nvcc: str, arch: str, common: tuple[str, ...], jobs: list[_Job], libra
 
 
 def check_candidate_object(
-    spec: TaskSpec, precision: str, work: Path, source: str, libraries: tuple[str, ...]
+    spec: TaskSpec, precision: str, work: Path, harness_objects: list[Path], source: str, libraries: tuple[str, ...]
 ) -> objcheck.ObjectReport:
-    """The object check on candidate.o, knowing what harness.o and baseline.o define, and the device code's
-    clock reads in its SASS (neither can be hidden from these listings by the preprocessor)."""
+    """The object check on candidate.o, knowing what baseline.o and the harness's objects (harness.o, and the shared
+    runtime's where the harness has one) define, and the device code's clock reads in its SASS (neither can be hidden
+    from these listings by the preprocessor)."""
     baseline = objcheck.global_definitions(work / "baseline" / "baseline.o")
-    harness = objcheck.global_definitions(work / "harness" / "harness.o")
-    runtime = work / "runtime" / "kw_runtime.o"
-    if runtime.is_file():
-        harness |= objcheck.global_definitions(runtime)
+    harness = frozenset().union(*(objcheck.global_definitions(o) for o in harness_objects))
     entry = spec.interfaces[precision].optimized_entry
     policy = objcheck.ObjectPolicy(libraries=libraries, entry=entry, reserved=(baseline | harness) - {entry},
                                    baseline=baseline)

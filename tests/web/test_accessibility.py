@@ -5,7 +5,7 @@ page and the showcase — finds no serious or critical violation (WCAG 2 A/AA ru
 
 import pytest
 
-from tests.support.stack import ROOT, make_stack
+from tests.support.stack import ROOT, make_stack, signed_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -34,12 +34,7 @@ def stack(tmp_path_factory, chromium):
 def page(stack, browser):
     # The pages' CSP allows no inline script; the test injects axe itself, so it bypasses the CSP.
     context = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
-    page = context.new_page()
-    page.goto(f"{stack.url}/accounts/login/")
-    page.fill("input[name=username]", "tester")
-    page.fill("input[name=password]", "e2e-pass-123")
-    page.click("button[type=submit], input[type=submit]")
-    page.wait_for_load_state()
+    page = signed_in_page(context, stack)
     yield page
     context.close()
 

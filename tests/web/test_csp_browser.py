@@ -7,10 +7,9 @@ import shutil
 
 import pytest
 
-from tests.support.stack import ROOT, make_stack
+from tests.support.stack import ADMIN_PASSWORD, ROOT, make_stack
 
 pytestmark = pytest.mark.browser
-PASSWORD = "e2e-pass-123"
 # Reports the browser raises for each violation, whether or not it also logs one to the console.
 WATCH = """window.__csp = [];
 document.addEventListener("securitypolicyviolation",
@@ -55,7 +54,7 @@ def test_the_main_pages_load_without_content_security_policy_violations(browser,
     visitor = Watched(browser)
     visitor.visit(f"{stack.url}/accounts/login/", "input[name=username]")
     visitor.page.fill("input[name=username]", "tester")
-    visitor.page.fill("input[name=password]", PASSWORD)
+    visitor.page.fill("input[name=password]", ADMIN_PASSWORD)
     visitor.page.click("main button[type=submit]")
     visitor.page.wait_for_url(re.compile(r".*/$"))
 

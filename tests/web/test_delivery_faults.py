@@ -23,7 +23,7 @@ import pytest
 from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import PrivateRedis, make_stack
+from tests.support.stack import ADMIN, ADMIN_PASSWORD, PrivateRedis, make_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 ROUNDS = 1
@@ -153,7 +153,7 @@ def _assert_clean(stack, run_id, *, end="run.succeeded", rounds=ROUNDS):
 
 def test_launch_with_the_broker_down_answers_503_and_the_run_starts_when_it_is_back(faults, redis_server):
     stack = faults.stack
-    token = _api(stack, "/api/auth/token/", {"username": "tester", "password": "e2e-pass-123"})[1]["token"]
+    token = _api(stack, "/api/auth/token/", {"username": ADMIN, "password": ADMIN_PASSWORD})[1]["token"]
     task_id = stack.query("SELECT id FROM catalog_task WHERE operator='vadd' AND precision='fp32'")[0][0]
     endpoint = stack.query("SELECT id FROM llm_llmendpoint")[0][0]
     launch = {"tasks": [task_id], "model": "scripted", "endpoint": endpoint, "rounds": ROUNDS, "debug_rounds": 0,

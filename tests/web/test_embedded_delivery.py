@@ -13,7 +13,7 @@ import websockets
 from testing.reachable import reachable
 from tests.conftest import REDIS_TEST_URL
 from tests.support.specs import write_task
-from tests.support.stack import Browserless, make_stack
+from tests.support.stack import ADMIN, ADMIN_PASSWORD, Browserless, make_stack
 
 pytestmark = pytest.mark.slow
 TERMINAL = {"run.succeeded", "run.failed", "run.cancelled"}
@@ -42,7 +42,7 @@ def stack(request, tmp_path_factory):
 
 def _launch(stack) -> tuple[Browserless, int]:
     browser = Browserless(stack.url)
-    browser.login("tester", "e2e-pass-123")
+    browser.login(ADMIN, ADMIN_PASSWORD)
     task_id = stack.query("SELECT id FROM catalog_task WHERE operator='vadd' AND precision='fp32'")[0][0]
     response = browser.post_form("/runs/launch/", {
         "tasks": task_id, "model": "scripted", "rounds": 1, "debug_rounds": 0,

@@ -18,12 +18,11 @@ from testing.reachable import reachable
 from testing.scripted_llm import ScriptedLLM
 from tests.conftest import REDIS_TEST_URL
 from tests.support.specs import write_task
-from tests.support.stack import Browserless, make_stack
+from tests.support.stack import ADMIN_PASSWORD, Browserless, make_stack
 from worker.engine import toolchain
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 OPERATORS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin")  # each in FP32 and BF16: 12 tasks
-PASSWORD = "e2e-pass-123"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +70,7 @@ def _wait_until_done(stack, browser, experiment_id: int, timeout: float = 180) -
 def test_an_experiment_over_12_tasks_without_a_gpu_ends_with_12_counted_failures(stack, llm):
     assert stack.query("SELECT COUNT(*) FROM catalog_task WHERE enabled")[0][0] == 12
     browser = Browserless(stack.url)
-    browser.login("tester", PASSWORD)
+    browser.login("tester", ADMIN_PASSWORD)
     endpoint = stack.query("SELECT id FROM llm_llmendpoint WHERE name='scripted'")[0][0]
     response = browser.post_form("/experiments/launch/", {
         "name": "CI, no GPU", "suite": "testsuite", "seeds": 1, "endpoint": endpoint, "model": "scripted",

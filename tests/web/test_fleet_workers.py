@@ -20,7 +20,7 @@ from testing.scripted_llm import ScriptedLLM
 from tests.conftest import FILE_OWNED_REDIS_DBS, REDIS_TEST_URL
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import BIN, Browserless, make_stack
+from tests.support.stack import ADMIN, ADMIN_PASSWORD, BIN, Browserless, make_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 REDIS_URL = re.sub(r"/\d+$", "", REDIS_TEST_URL) + f"/{FILE_OWNED_REDIS_DBS[1]}"  # its own database: flushed here
@@ -65,7 +65,7 @@ def start_worker(stack, log: str, node: str, queues: str, gpu: str, pool: str, i
 @pytest.fixture(scope="module")
 def browser(stack):
     client = Browserless(stack.url)
-    client.login("tester", "e2e-pass-123")
+    client.login(ADMIN, ADMIN_PASSWORD)
     return client
 
 

@@ -20,7 +20,7 @@ import websockets
 from testing.scripted_llm import ScriptedLLM
 from tests.support.scripted_eval import COMMAND, PLAN, kernel
 from tests.support.specs import write_task
-from tests.support.stack import Browserless, PrivateRedis, make_stack
+from tests.support.stack import ADMIN, ADMIN_PASSWORD, Browserless, PrivateRedis, make_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 ROUNDS = 3
@@ -91,7 +91,7 @@ async def _follow(stack, browser, run_id, received: list, reconnects: list, time
 
 def test_runs_in_flight_and_queued_survive_a_redis_crash_and_no_event_is_lost(stack, redis_server):
     browser = Browserless(stack.url)
-    browser.login("tester", "e2e-pass-123")
+    browser.login(ADMIN, ADMIN_PASSWORD)
     running, queued = stack.create_runs(ROUNDS, count=2)
     received, reconnects = [], []
     follower = threading.Thread(target=lambda: asyncio.run(_follow(stack, browser, running, received, reconnects)))

@@ -272,10 +272,14 @@ struct Options {
   long long l2_flush_bytes = -1;  // -1: 2x the device's L2
   double atol = kDefaultAtol, rtol = kDefaultRtol;
   // time: a call shorter than batch_below_ms (median of the warm-up) is timed in batches of launches on
-  // distinct buffer sets, about batch_target_ms per sample, at most max_batch launches. Off by default
-  // (0): on an H100 it did not make P more repeatable, because every call of this interface ends in a host
-  // synchronize whose latency batching cannot remove (docs/benchmarks.md, "Repeatability").
+  // distinct buffer sets, about batch_target_ms per sample, at most max_batch launches. Off here (0); the
+  // evaluator decides batches once from the baseline and passes them as batch_fixed.
   double batch_below_ms = 0, batch_target_ms = 0.5;
+  // time: the sample's shape (docs/evaluation.md, "Timing protocol"). Queued (false): a spacer kernel holds
+  // stream 0 while the host queues the start event, the calls and the stop event, so the events span the GPU's
+  // work and not the host's launch and wake-up latency. Synchronized (true): a device-wide synchronize after
+  // every call, for a candidate that can make streams stream 0 does not order (the evaluator decides).
+  bool sync_each_call = false;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
@@ -427,6 +431,8 @@ inline Options parse_options(int argc, char** argv) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+    } else if (flag == "--sync-each-call") {
+      o.sync_each_call = parse_integer(flag, value, 0) != 0;
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -1220,6 +1226,7 @@ class Json {
 struct TimingSamples {
   std::vector<double> device_ms, host_ms;  // per call (a batch's time divided by its launches)
   int batch = 1;                           // launches per sample, on distinct buffer sets
+  double spacer_us = 0;                    // queued timing: how long the spacer held stream 0 before a sample
   long long checked_calls = 0;             // timed calls whose output was compared with the baseline's
   double check_p = 0;                      // the share of unforced calls checked (1: every call)
   std::optional<long long> failed_call;    // the first timed call (0-based) whose output was wrong
@@ -1353,6 +1360,7 @@ class Report {
     j.key("seeds").integer(opt_.seeds).key("seed_base").integer((long long)opt_.seed_base);
     j.key("warmup").integer(opt_.warmup).key("iters").integer(opt_.iters);
     j.key("l2_flush_bytes").integer(l2_flush_bytes);
+    j.key("protocol").str(opt_.sync_each_call ? "synchronized" : "queued");
     j.key("atol").num(opt_.atol).key("rtol").num(opt_.rtol);
     j.key("constants");
     write_params(j, opt_.constants);
@@ -1415,7 +1423,7 @@ class Report {
     j.key("max_ms").num(*std::max_element(v.begin(), v.end()));
     j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
-    j.key("batch").integer(t.batch).key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
+    j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us).key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
     j.key("failed_call");
     t.failed_call ? j.integer(*t.failed_call) : j.null();
     j.key("samples_ms").open_array();
@@ -1533,13 +1541,13 @@ class Driver {
     measure_empty_call();
   }
 
-  // The floor: an empty kernel timed as a timed call is (event, launch, device-wide synchronize, event).
+  // The floor: an empty kernel timed as a timed call is (in the protocol of this run, sample()).
   void measure_empty_call() {
     const Turn turn(turns_);
     std::vector<double> v;
     for (int it = 0; it < 120; ++it) {
       cuda_check(cudaDeviceSynchronize(), "synchronize before an empty call");
-      const float ms = event_timed([] { timed::empty_kernel<<<1, 32>>>(); }, "empty call");
+      const float ms = sample(1, [](int) { timed::empty_kernel<<<1, 32>>>(); }, "empty call");
       if (it >= 20) v.push_back(ms);  // the first 20 warm up
     }
     const double mean = mean_of(v);
@@ -1663,6 +1671,7 @@ class Driver {
     std::vector<std::unique_ptr<Case>> sets;
     sets.push_back(make_case(rec.index, seed));
     std::vector<double> warm;
+    enqueue_ms_.clear();
     double warmed = 0;
     for (int w = 0; w < opt_.warmup || (warmed < opt_.warmup_ms && w < 1000); ++w) {
       warm.push_back(timed_warmup(*sets[0]));
@@ -1671,6 +1680,11 @@ class Driver {
     const int batch = opt_.batch_fixed.empty()
                           ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())
                           : fit_in_memory(opt_.batch_fixed[rec.index], sets[0]->device_bytes());
+    // The spacer outlasts the host's queuing of a whole sample several times over (its warm-up median), so the
+    // GPU meets the start event with the calls already queued behind it. A host slower than that in a sample
+    // only adds its own time to the sample; it can never hide GPU work.
+    const double enqueue_ms = enqueue_ms_.empty() ? 0.0 : median_of(enqueue_ms_);
+    spacer_ns_ = std::min(kMaxSpacerNs, kMinSpacerNs + (long long)(4e6 * enqueue_ms * batch));
     for (int b = 1; b < batch; ++b) sets.push_back(make_case(rec.index, seed + 0x9e3779b9ULL * uint64_t(b)));
     std::vector<std::vector<void*>> saved(checked ? sets.size() : 0);  // a checked call's outputs, set aside
     for (size_t b = 0; b < saved.size(); ++b) {
@@ -1698,6 +1712,7 @@ class Driver {
     report_.checkpoint(rec.index, seed, "timed calls");
     TimingSamples t;
     t.batch = batch;
+    t.spacer_us = opt_.sync_each_call ? 0.0 : spacer_ns_ / 1e3;
     held.reset();
     for (int it = 0; it < opt_.iters; ++it) {
       held.emplace(turns_);  // one sample and its checks
@@ -1705,23 +1720,12 @@ class Driver {
       for (size_t b = 0; b < sets.size(); ++b) sets[b]->refresh(sample_seed + b);
       if (flush_) cuda_check(cudaMemsetAsync(flush_, it & 0xff, size_t(report_.l2_flush_bytes)), "L2 flush");
       cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
-      cuda_check(cudaEventRecord(start_, 0), "record start event");
-      const auto t0 = std::chrono::steady_clock::now();
-      for (size_t b = 0; b < sets.size(); ++b) {
-        task_.launch(*sets[b], opt_.impl);
-        const cudaError_t launch = cudaGetLastError();
-        const cudaError_t sync = cudaDeviceSynchronize();
-        cuda_check(launch, "timed call (cudaGetLastError after the call)");
-        cuda_check(sync, "timed call (cudaDeviceSynchronize after the call)");
-      }
-      const auto t1 = std::chrono::steady_clock::now();
-      cuda_check(cudaEventRecord(stop_, 0), "record stop event");
-      cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
-      float ms = 0;
-      cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      double host_ms = 0;
+      const float ms = sample(int(sets.size()), [&](int b) { task_.launch(*sets[b], opt_.impl); }, "timed call",
+                              &host_ms);
       const double call_ms = double(ms) / batch;
       t.device_ms.push_back(call_ms);
-      t.host_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count() / batch);
+      t.host_ms.push_back(host_ms / batch);
       if (!checked) continue;
       for (size_t b = 0; b < sets.size(); ++b) {
         const long long call = (long long)it * batch + (long long)b;
@@ -1746,25 +1750,48 @@ class Driver {
     rec.timing = std::move(t);
   }
 
-  // One warm-up call on fresh inputs (not checked); its device time decides the batch size.
+  // One warm-up call on fresh inputs (not checked): its device time decides the batch size, the host's time to
+  // queue it the spacer's length.
   double timed_warmup(Case& c) {
     c.refresh(stream_seed(opt_.seed_base, "warm-up"));
     cuda_check(cudaDeviceSynchronize(), "fresh inputs before a warm-up call");
     report_.checkpoint(where_.first, where_.second, "warm-up call");
-    return event_timed([&] { task_.launch(c, opt_.impl); }, "warm-up call");
+    enqueue_ms_.push_back(0);
+    return sample(1, [&](int) { task_.launch(c, opt_.impl); }, "warm-up call", &enqueue_ms_.back());
   }
 
-  // One call between the start and stop events, ended by a device-wide synchronize: a timed call's shape.
+  // One sample: `launches` calls between the start and stop events (docs/evaluation.md, "Timing protocol");
+  // *host_ms gets the host's time from the start event to the last call's return (queued: queuing the calls;
+  // synchronized: running them).
+  //  - synchronized: a device-wide synchronize after each call, then the stop event. Work on any stream is inside
+  //    the sample, and so are the host's launch latency and its wake-up from each synchronize (~10 us per call
+  //    on an H200, varying by 10 % from one process to the next: docs/benchmarks.md).
+  //  - queued: the spacer holds stream 0 while the host queues the start event, the calls and the stop event, so
+  //    the pair spans the GPU's work alone. Stream 0 is the legacy default stream: the work of every blocking
+  //    stream (cudaStreamCreate, cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and
+  //    is waited for by the stop event. A candidate that can make any other stream is timed synchronized (the
+  //    evaluator passes --sync-each-call from the object check).
   template <class Launch>
-  float event_timed(Launch launch, const std::string& what) {
+  float sample(int launches, Launch launch, const std::string& what, double* host_ms = nullptr) {
+    const bool queued = !opt_.sync_each_call;
+    if (queued) {
+      timed::spacer_kernel<<<1, 1>>>(spacer_ns_);
+      cuda_check(cudaGetLastError(), "launch the spacer before " + what);
+    }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
-    launch();
-    const cudaError_t launched = cudaGetLastError();
-    const cudaError_t sync = cudaDeviceSynchronize();
-    cuda_check(launched, what + " (cudaGetLastError after the call)");
-    cuda_check(sync, what + " (cudaDeviceSynchronize after the call)");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int b = 0; b < launches; ++b) {
+      launch(b);
+      const cudaError_t launched = cudaGetLastError();
+      const cudaError_t sync = queued ? cudaSuccess : cudaDeviceSynchronize();
+      cuda_check(launched, what + " (cudaGetLastError after the call)");
+      cuda_check(sync, what + " (cudaDeviceSynchronize after the call)");
+    }
+    if (host_ms) *host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cuda_check(cudaEventRecord(stop_, 0), "record stop event");
-    cuda_check(cudaEventSynchronize(stop_), "wait for stop event");
+    const cudaError_t stopped = cudaEventSynchronize(stop_);
+    if (queued) cuda_check(cudaDeviceSynchronize(), what + " (cudaDeviceSynchronize after the call)");
+    cuda_check(stopped, "wait for stop event");
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
     return ms;
@@ -1869,6 +1896,10 @@ class Driver {
   Report& report_;
   std::pair<size_t, uint64_t> where_{0, 0};
   void* flush_ = nullptr;
+  // Queued timing's spacer: at least 50 us (an H200's launch latency is about 5 us), at most 10 ms.
+  static constexpr long long kMinSpacerNs = 50000, kMaxSpacerNs = 10000000;
+  long long spacer_ns_ = kMinSpacerNs;
+  std::vector<double> enqueue_ms_;  // the host's time to queue each warm-up call of the current size
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   Turns turns_;
   std::optional<EvidenceWriter> writer_;

@@ -114,6 +114,16 @@ __global__ void compare_kernel(const void* got, const void* expected, int type, 
 
 // The floor's kernel: nothing but its launch.
 __global__ void empty_kernel() {}
+
+// Queued timing's spacer (Driver::sample): one thread that holds stream 0 for `ns` nanoseconds of the GPU's global
+// timer while the host queues a sample behind it.
+__global__ void spacer_kernel(long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while ((long long)(now - start) < ns);
+}
 #else
 __global__ void redraw_kernel(void* dst, int type, size_t n, uint64_t seed, int kind, double a, double b);
 __global__ void permute_kernel(void* dst, const void* src, int type, size_t n, uint64_t mul, uint64_t add,
@@ -121,6 +131,7 @@ __global__ void permute_kernel(void* dst, const void* src, int type, size_t n, u
 __global__ void compare_kernel(const void* got, const void* expected, int type, size_t n, double atol, double rtol,
                                unsigned long long* bad, unsigned long long* first);
 __global__ void empty_kernel();
+__global__ void spacer_kernel(long long ns);
 #endif
 
 inline unsigned grid_for(size_t n) {

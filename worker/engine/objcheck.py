@@ -439,6 +439,24 @@ def check_object(obj: Path | str, policy: ObjectPolicy, source: str = "") -> Obj
     return ObjectReport(tuple(dict.fromkeys(out)), symbols)
 
 
+# Queued timing (docs/evaluation.md, "Timing protocol") relies on stream 0, the legacy default stream, ordering
+# all of a call's work: it orders every blocking stream (cudaStreamCreate's, cudaStreamPerThread). These imports can
+# put work where stream 0 does not see it: a stream made with flags or a priority (cudaStreamNonBlocking), or a CUDA
+# library's calls, whose internal streams no listing of the candidate shows.
+_UNORDERED_STREAM_CALLS = ("cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority")
+
+
+def unordered_work(symbols: ObjectSymbols | None, libraries: Iterable[str] = ()) -> tuple[str, ...]:
+    """What in a checked object can run work stream 0 does not order: the stream-making calls and library APIs it
+    imports (any one means the candidate is timed with a device-wide synchronize after every call). An object
+    that could not be read counts as such."""
+    if symbols is None:
+        return ("an object the check could not read",)
+    prefixes = tuple(p for lib in libraries for p in LIBRARY_PREFIXES.get(lib, ()))
+    return tuple(n for n in symbols.undefined
+                 if n in _UNORDERED_STREAM_CALLS or (prefixes and n.startswith(prefixes)))
+
+
 def device_timer_reads(sass: str) -> tuple[str, ...]:
     """The special registers a device listing reads that are clocks (SR_CLOCKLO, SR_GLOBALTIMERLO, ...)."""
     return tuple(sorted(set(_DEVICE_TIMERS.findall(sass))))

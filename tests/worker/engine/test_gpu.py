@@ -91,20 +91,6 @@ extern "C" void vector_add_optimized(const float* A, const float* B, float* C, i
 }
 """
 
-VADD_OTHER_STREAM = """
-__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) C[i] = A[i] + B[i];
-}
-extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {
-    cudaStream_t s;
-    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    vector_add_kernel_optimized<<<(N + 255) / 256, 256, 0, s>>>(A, B, C, N);
-    cudaStreamDestroy(s);  // returns at once: the work is still running when the wrapper returns
-}
-"""
-
-
 def test_an_illegal_address_is_classified_and_memchecked(gpu_chain, options):
     ev = evaluate(LIBRARY["vector_add"], "fp32", VADD_ILLEGAL, None, options, chain=gpu_chain)
     assert ev.verdict == Verdict.RUNTIME_ERROR
@@ -119,9 +105,43 @@ def test_a_write_one_past_the_end_is_caught_by_the_guard_zone(gpu_chain, options
     assert ev.sizes[0].out_of_bounds and "past the end" in ev.reason
 
 
-def test_work_left_running_on_another_stream_is_still_timed_and_checked(gpu_chain, options):
-    ev = evaluate(LIBRARY["vector_add"], "fp32", VADD_OTHER_STREAM, None, options, chain=gpu_chain)
-    assert ev.verdict == Verdict.OK, ev.reason
+# A deliberately slow vector_add (the sum recomputed 256 times: hundreds of microseconds at N = 2^18) launched on a
+# stream of each kind and left running when the entry returns. Whichever the stream, the sample must hold the kernel.
+VADD_SLOW_ON = """
+__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    float c = 0.0f;
+    for (int r = 0; r < 256; ++r) c = A[i] + B[i] + c * 1e-30f;
+    C[i] = c;
+}}
+extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {{
+    static cudaStream_t s = 0;
+    static bool made = false;
+    if (!made) {{ {make} made = true; }}
+    vector_add_kernel_optimized<<<(N + 255) / 256, 256, 0, s>>>(A, B, C, N);  // no synchronize on purpose
+}}
+"""
+STREAMS = {
+    "default": "s = 0;",
+    "blocking": "cudaStreamCreate(&s);",
+    "per-thread": "s = cudaStreamPerThread;",
+    "non-blocking": "cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);",
+}
+
+
+def test_work_left_running_on_any_stream_is_inside_the_timed_sample(gpu_chain, options):
+    """Queued samples rely on the default stream ordering the call's work: it does for blocking and per-thread
+    streams; a candidate that can make a non-blocking stream is timed with a device-wide synchronize instead. Had a
+    sample missed the kernel, its time would be the spacer's gap (about a microsecond), not the kernel's."""
+    evs = {kind: evaluate(LIBRARY["vector_add"], "fp32", VADD_SLOW_ON.format(make=make), None, options,
+                          chain=gpu_chain) for kind, make in STREAMS.items()}
+    for kind, ev in evs.items():
+        assert ev.verdict == Verdict.OK, f"{kind}: {ev.reason}"
+        synchronized = any("synchronize after every call" in n for n in ev.notes)
+        assert synchronized == (kind == "non-blocking"), (kind, ev.notes)
+    largest = {kind: ev.sizes[-1].candidate.median_ms for kind, ev in evs.items()}
+    assert all(ms >= 0.7 * largest["default"] for ms in largest.values()), largest
 
 
 def test_baseline_evaluation_is_cached_and_profiled(gpu_chain, options):

@@ -267,3 +267,38 @@ def test_a_definition_of_the_shared_harness_runtime_is_refused(chain, shared_bui
     assert ev.verdict == Verdict.REJECTED, ev.reason
     assert any(v.startswith("RULE object-defines") and symbol in v and "is defined by the candidate" in v
                for v in ev.static_violations), ev.static_violations
+
+
+# Queued timing counts on stream 0 ordering all of a call's work (docs/evaluation.md, "Timing protocol"): a blocking
+# stream it orders; a stream made with flags or a priority, or a CUDA library's calls, it may not.
+STREAM_KERNEL = "__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= 2.0f; }\n"
+
+
+@pytest.mark.parametrize(
+    ("make_stream", "unordered"),
+    [
+        ("cudaStreamCreate(&s);", ()),
+        ("cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);", ("cudaStreamCreateWithFlags",)),
+        ("int lo, hi; cudaDeviceGetStreamPriorityRange(&lo, &hi); cudaStreamCreateWithPriority(&s, 0, hi);",
+         ("cudaStreamCreateWithPriority",)),
+        ("s = cudaStreamPerThread;", ()),
+    ],
+    ids=["blocking", "non-blocking", "priority", "per-thread"],
+)
+def test_only_streams_the_default_stream_does_not_order_make_the_timing_synchronized(nvcc, tmp_path, make_stream,
+                                                                                      unordered):
+    source = (STREAM_KERNEL + ENTRY + f"    cudaStream_t s; {make_stream}\n"
+              "    k<<<1, 32, 0, s>>>(Y, N);\n}\n")
+    symbols = objcheck.read_object(compile_to_object(nvcc, tmp_path, source))
+    assert objcheck.unordered_work(symbols) == unordered
+
+
+def test_a_library_call_or_an_unreadable_object_makes_the_timing_synchronized(nvcc, tmp_path):
+    # cuBLAS's own declarations (its header is not part of every toolkit install)
+    source = ('extern "C" int cublasCreate_v2(void**);\n'
+              'extern "C" int cublasSscal_v2(void*, int, const float*, float*, int);\n' + ENTRY +
+              "    void* h; cublasCreate_v2(&h); cublasSscal_v2(h, N, nullptr, Y, 1);\n}\n")
+    symbols = objcheck.read_object(compile_to_object(nvcc, tmp_path, source))
+    assert objcheck.unordered_work(symbols, ("cublas",)) == ("cublasCreate_v2", "cublasSscal_v2")
+    assert objcheck.unordered_work(symbols, ()) == ()  # without cublas allowed, the object check refuses it anyway
+    assert objcheck.unordered_work(None) == ("an object the check could not read",)

@@ -76,6 +76,9 @@ class BuildResult:
     # The candidate's shared object when it is loaded after the lockdown (CANDIDATE_LIBRARY beside `executable`),
     # else None: the candidate is linked into the executable.
     library: str | None = None
+    # What the checked candidate imports that can run work stream 0 does not order (objcheck.unordered_work): when
+    # any, its timing synchronizes the device after every call instead of queuing (docs/evaluation.md).
+    unordered: tuple[str, ...] = ()
 
     @property
     def failure(self) -> CompileResult | None:
@@ -400,10 +403,12 @@ def build(
         )
 
     checked: objcheck.ObjectReport | None = None
+    unordered: tuple[str, ...] = ()
     if candidate is not None and not trusted and not trusted_libraries:
+        allowed = (*libraries, *spec.allowed_libraries)
         checked = check_candidate_object(spec, precision, work, [j.output for j in jobs[1:fixed]],
-                                         candidate_source or "",
-                                         (*libraries, *spec.allowed_libraries))
+                                         candidate_source or "", allowed)
+        unordered = objcheck.unordered_work(checked.symbols, allowed)
         if checked.note:
             notes.append(checked.note)
         if not checked.ok:
@@ -457,6 +462,7 @@ def build(
         candidate_at_fault=at_fault,
         reference=reference,
         library=str(library) if link.ok and library is not None else None,
+        unordered=unordered,
     )
 
 

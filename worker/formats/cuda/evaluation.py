@@ -53,6 +53,9 @@ class _Context(EvalContext):
         self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
         self.trusted = False  # the task's own library reference: no static checks, no object check
         self.batches: list[int] | None = None  # launches per sample for each size, once the baseline decided them
+        # Timing with a device-wide synchronize after every call (the candidate can run work stream 0 does not
+        # order: BuildResult.unordered); the baseline beside it is timed alike.
+        self.synchronized = False
 
     def sizes(self) -> list[SizeResult]:
         return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
@@ -88,6 +91,7 @@ class _Context(EvalContext):
                 warmup_ms=o.warmup_ms,
                 iters=o.iters,
                 batches=self.batches if mode == "time" else None,
+                synchronized=self.synchronized,
             )
 
     def folder(self, reference: bool) -> Path:
@@ -101,7 +105,8 @@ class _Context(EvalContext):
         with self.gpu():
             return run_interleaved(self.exe, self.reference_exe, self.spec, self.precision, sizes,
                                    self.folder(False), self.folder(True), timeout_s, seed_base=o.seed_base,
-                                   warmup=o.warmup, warmup_ms=o.warmup_ms, iters=o.iters, batches=self.batches)
+                                   warmup=o.warmup, warmup_ms=o.warmup_ms, iters=o.iters, batches=self.batches,
+                                   synchronized=self.synchronized)
 
     def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
         """The check: the candidate's process sends its buffers, the reference's process decides."""
@@ -198,6 +203,7 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
             ctx.progress(f"  build cache hits: {', '.join(built.cache_hits)}")
         ctx.exe = built.executable or ""
         ctx.reference_exe = built.reference or ""
+        ctx.synchronized = bool(built.unordered)
         return built
     if built.refused:  # the object check on the candidate's host object
         msgs = built.refused
@@ -246,6 +252,12 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     if isinstance(built, Evaluation):
         return built
     compiled, notes = built.candidate, list(built.notes)
+    if built.unordered:
+        shown = ", ".join(built.unordered[:3]) + (f" (+{len(built.unordered) - 3} more)" if len(built.unordered) > 3
+                                                  else "")
+        notes.append(f"timed with a device-wide synchronize after every call, the baseline too: the candidate uses "
+                     f"{shown}, which can run work the default stream does not order (docs/evaluation.md, "
+                     "\"Timing protocol\")")
     if compile_only:
         where = "" if ctx.chain.gpu else f"; no GPU is present ({ctx.chain.gpu_reason}), so nothing was run"
         return ctx.base(
@@ -490,6 +502,7 @@ def baseline_cache(ctx: _Context) -> TimingCache:
         "iters": o.iters,
         "seed_base": o.seed_base,
         "batch_below_ms": o.batch_below_ms,
+        "protocol": "synchronized" if ctx.synchronized else "queued",
         "nvcc": ctx.chain.nvcc_version,
     }
     return TimingCache(o, f"{spec.name}-{ctx.precision}", parts)

@@ -68,6 +68,33 @@ def test_short_calls_are_timed_in_the_same_batches_for_the_baseline_and_every_ca
     assert second.baseline_cached and [s.candidate.batch for s in second.sizes] == decided
 
 
+# Imports the call that makes a non-blocking stream (never made: the stand-in runs on the CPU).
+SCALE_WITH_A_PRIVATE_STREAM = (
+    "#include <cuda_runtime.h>\n" + candidate("scale_good.cu").replace(
+        "    int i = 0;\n",
+        "    static cudaStream_t s;\n    if (N < 0) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);\n"
+        "    int i = 0;\n", 1)
+)
+
+
+def test_a_candidate_that_can_make_an_unordered_stream_is_timed_synchronized_and_so_is_its_baseline(
+        scale_spec, cpu_chain, cpu_options, tmp_path):
+    def protocols(work):
+        return {json.loads((work / folder / name).read_text())["config"]["protocol"]
+                for folder, name in (("candidate", "time-candidate.json"), ("reference", "time-baseline.json"))}
+
+    queued = evaluate(scale_spec, "fp32", candidate("scale_good.cu"), None, cpu_options, chain=cpu_chain,
+                      work_dir=tmp_path / "queued")
+    assert queued.verdict == Verdict.OK and protocols(tmp_path / "queued") == {"queued"}
+    assert not any("synchronize after every call" in n for n in queued.notes)
+    ev = evaluate(scale_spec, "fp32", SCALE_WITH_A_PRIVATE_STREAM, None, cpu_options, chain=cpu_chain,
+                  work_dir=tmp_path / "synchronized")
+    assert ev.verdict == Verdict.OK, ev.reason
+    # Its own baseline timing, not the queued one the first evaluation cached
+    assert not ev.baseline_cached and protocols(tmp_path / "synchronized") == {"synchronized"}
+    assert any("synchronize after every call" in n and "cudaStreamCreateWithFlags" in n for n in ev.notes), ev.notes
+
+
 def test_baseline_times_are_reused_from_the_cache(scale_spec, cpu_chain, cpu_options):
     solo = cpu_options
     first = run(scale_spec, cpu_chain, solo, "scale_good.cu")

@@ -45,6 +45,8 @@ def main() -> int:
         geo = f"{ev.geomean_speedup:.2f}" if ev.geomean_speedup else "-"
         print(f"{path.name:<28} {task:<18} {precision:<5} {expected_verdict(path) or '-':<14} {ev.verdict:<14} "
               f"{score:>7} {geo:>8} {span:>15}  {'; '.join(ev.flags)[:80]}", flush=True)
+        if expected_verdict(path) not in (None, ev.verdict):  # what went otherwise than expected, in its words
+            print(f"    {ev.reason[:600]}", flush=True)
         records.append({"file": path.name, **ev.to_dict()})
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1), encoding="utf-8")

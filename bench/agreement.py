@@ -436,6 +436,8 @@ class Agreement:
             argv.append("--compile-only")
         if self.args.seeds:
             argv += ["--seeds", str(self.args.seeds)]
+        if self.args.queued_timing:
+            argv.append("--queued-timing")
         t0 = time.time()
         rc, stdout, stderr = run(argv, cwd=REPO, timeout=self.args.kw_timeout, env=env)
         item.kw_seconds = round(time.time() - t0, 1)
@@ -671,6 +673,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--nvcc-flags", default=DEFAULT_FLAGS, help=f"flags for their harness (default {DEFAULT_FLAGS!r})")
     ap.add_argument("--seeds", type=int, default=0, help="KernelWeb seeds (default: the worker's)")
+    ap.add_argument("--queued-timing", action="store_true",
+                    help="KernelWeb times with queued samples (worker eval --queued-timing; docs/evaluation.md)")
     ap.add_argument("--compile-timeout", type=float, default=600)
     ap.add_argument("--run-timeout", type=float, default=1800, help="seconds per run of their harness")
     ap.add_argument("--kw-timeout", type=float, default=3600, help="seconds per KernelWeb evaluation")

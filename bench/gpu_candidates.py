@@ -26,12 +26,13 @@ def main() -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--json")
+    parser.add_argument("--queued-timing", action="store_true", help="queued samples (docs/evaluation.md)")
     args = parser.parse_args()
     chain = tc.detect()
     if chain.gpu is None:
         print(f"no GPU here ({chain.gpu_reason})", file=sys.stderr)
         return 3
-    options = EvalOptions(iters=args.iters)
+    options = EvalOptions(iters=args.iters, queued_timing=args.queued_timing)
     print(f"# GPU {chain.gpu.name}  nvcc {chain.nvcc_version}  iters {args.iters}")
     print(f"{'file':<28} {'task':<18} {'prec':<5} {'expected':<14} {'verdict':<14} {'P':>7} {'geomean':>8} "
           f"{'speedup range':>15}  flags")

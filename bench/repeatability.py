@@ -1,7 +1,7 @@
 """Timing repeatability of the C/CUDA harness, alone per call and in the protocol under test (docs/benchmarks.md).
 
     python bench/repeatability.py [--task softmax ...] [--precision fp32] [--iters 50] [--json out.json]
-                                  [--resume earlier.json] [--after batched|interleaved]
+                                  [--resume earlier.json] [--after batched|queued|interleaved]
 
 For every task (and precision) the baseline-only harness is built once; then, one process (or pair) after
 another on an otherwise idle GPU, its baseline is timed in `time` mode as if it were a candidate:
@@ -11,7 +11,9 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
   complexity, as the scoring does), then two more;
 - "after", twice, the protocol under test. `batched` (the default): the sizes whose reference call is under
   50 us timed in batches, the counts decided once from the reference (`--batch-fixed`), as the evaluator does
-  with `batch_below_ms` (docs/evaluation.md, "Batching short calls"). `interleaved`: a pair of processes timing
+  with `batch_below_ms` (docs/evaluation.md, "Batching short calls"). `queued`: the same batches, each sample's
+  calls queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch
+  latency and its wake-up from a synchronize between calls are not timed. `interleaved`: a pair of processes timing
   at once and taking turns on the GPU, one as the candidate and one as the baseline, P from the pair's own two
   sides (docs/evaluation.md, "Interleaved timing").
 
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", help="only these operators (repeatable)")
     parser.add_argument("--precision", choices=PRECISIONS)
     parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--after", choices=("batched", "interleaved"), default="batched",
+    parser.add_argument("--after", choices=("batched", "queued", "interleaved"), default="batched",
                         help="what the 'after' runs measure (default: batched)")
     parser.add_argument("--json", help="write every timing here")
     parser.add_argument("--resume", help="an earlier --json: its tasks are kept (tables included), not timed again")
@@ -195,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             ref = {i: TimingStats.from_dict(t) for i, t in runs["reference"].items() if i != "floor"}
             batches = batches_for(ref, len(spec.sizes), BATCH_BELOW_MS)
             fixed = ("--batch-fixed", ",".join(map(str, batches))) if any(b > 1 for b in batches) else ()
+            fixed += ("--queued", "1") if args.after == "queued" else ()
             runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
                      for tag in ("after-1", "after-2")}
         runs["protocol"] = args.after

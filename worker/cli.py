@@ -110,6 +110,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         use_baseline_cache=not getattr(args, "no_baseline_cache", False),
         interleave=getattr(args, "interleave", False),
         batch_below_ms=getattr(args, "batch_below_ms", BATCH_BELOW_MS),
+        queued_timing=getattr(args, "queued_timing", False),
         harness_dir=args.harness_dir,
         torch_compile=getattr(args, "torch_compile", False),
     )
@@ -311,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="C/CUDA: time sizes whose baseline call is shorter than MS in batches of launches, the "
                             f"same for the baseline and the candidate (docs/evaluation.md); default {BATCH_BELOW_MS}, "
                             "0: every call timed alone")
+        p.add_argument("--queued-timing", action="store_true",
+                       help="C/CUDA: queue each sample's calls behind a spacer kernel instead of synchronizing the "
+                            "device after every call, where stream 0 orders all of the candidate's work "
+                            "(docs/evaluation.md, \"Timing protocol\")")
         p.add_argument("--interleave", action="store_true",
                        help="C/CUDA: time the candidate and its baseline at once, taking turns on the GPU, and "
                             "divide by that baseline (not the cached one); docs/evaluation.md")

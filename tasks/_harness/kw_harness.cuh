@@ -275,11 +275,11 @@ struct Options {
   // distinct buffer sets, about batch_target_ms per sample, at most max_batch launches. Off here (0); the
   // evaluator decides batches once from the baseline and passes them as batch_fixed.
   double batch_below_ms = 0, batch_target_ms = 0.5;
-  // time: the sample's shape (docs/evaluation.md, "Timing protocol"). Queued (false): a spacer kernel holds
-  // stream 0 while the host queues the start event, the calls and the stop event, so the events span the GPU's
-  // work and not the host's launch and wake-up latency. Synchronized (true): a device-wide synchronize after
-  // every call, for a candidate that can make streams stream 0 does not order (the evaluator decides).
-  bool sync_each_call = false;
+  // time: the sample's shape (docs/evaluation.md, "Timing protocol"). Synchronized (false, the default): a
+  // device-wide synchronize after every call. Queued (true, opt-in): a spacer kernel holds stream 0 while the
+  // host queues the start event, the calls and the stop event, so the events span the GPU's work and not the
+  // host's launch latency; the evaluator asks for it only where stream 0 orders all of the candidate's work.
+  bool queued = false;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
@@ -431,8 +431,8 @@ inline Options parse_options(int argc, char** argv) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
-    } else if (flag == "--sync-each-call") {
-      o.sync_each_call = parse_integer(flag, value, 0) != 0;
+    } else if (flag == "--queued") {
+      o.queued = parse_integer(flag, value, 0) != 0;
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -1360,7 +1360,7 @@ class Report {
     j.key("seeds").integer(opt_.seeds).key("seed_base").integer((long long)opt_.seed_base);
     j.key("warmup").integer(opt_.warmup).key("iters").integer(opt_.iters);
     j.key("l2_flush_bytes").integer(l2_flush_bytes);
-    j.key("protocol").str(opt_.sync_each_call ? "synchronized" : "queued");
+    j.key("protocol").str(opt_.queued ? "queued" : "synchronized");
     j.key("atol").num(opt_.atol).key("rtol").num(opt_.rtol);
     j.key("constants");
     write_params(j, opt_.constants);
@@ -1680,11 +1680,15 @@ class Driver {
     const int batch = opt_.batch_fixed.empty()
                           ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())
                           : fit_in_memory(opt_.batch_fixed[rec.index], sets[0]->device_bytes());
-    // The spacer outlasts the host's queuing of a whole sample several times over (its warm-up median), so the
-    // GPU meets the start event with the calls already queued behind it. A host slower than that in a sample
-    // only adds its own time to the sample; it can never hide GPU work.
+    // The spacer outlasts the host's queuing of a whole sample twice over (the warm-up median, measured behind the
+    // shortest spacer, so sizes do not compound), so the GPU meets the start event with the calls queued behind
+    // it. A call that took longer than that spacer to return waited for the GPU inside (MSKernelBench's entry
+    // points end in cudaDeviceSynchronize): a longer spacer cannot help it and only lengthens that wait, so it
+    // keeps the shortest. A host slower than the spacer only adds its own time to a sample, never hides GPU work.
     const double enqueue_ms = enqueue_ms_.empty() ? 0.0 : median_of(enqueue_ms_);
-    spacer_ns_ = std::min(kMaxSpacerNs, kMinSpacerNs + (long long)(4e6 * enqueue_ms * batch));
+    const bool waits_inside = enqueue_ms * 1e6 >= double(kMinSpacerNs);
+    spacer_ns_ = waits_inside ? kMinSpacerNs
+                              : std::min(kMaxSpacerNs, kMinSpacerNs + (long long)(2e6 * enqueue_ms * batch));
     for (int b = 1; b < batch; ++b) sets.push_back(make_case(rec.index, seed + 0x9e3779b9ULL * uint64_t(b)));
     std::vector<std::vector<void*>> saved(checked ? sets.size() : 0);  // a checked call's outputs, set aside
     for (size_t b = 0; b < saved.size(); ++b) {
@@ -1712,7 +1716,7 @@ class Driver {
     report_.checkpoint(rec.index, seed, "timed calls");
     TimingSamples t;
     t.batch = batch;
-    t.spacer_us = opt_.sync_each_call ? 0.0 : spacer_ns_ / 1e3;
+    t.spacer_us = opt_.queued ? spacer_ns_ / 1e3 : 0.0;
     held.reset();
     for (int it = 0; it < opt_.iters; ++it) {
       held.emplace(turns_);  // one sample and its checks
@@ -1757,6 +1761,7 @@ class Driver {
     cuda_check(cudaDeviceSynchronize(), "fresh inputs before a warm-up call");
     report_.checkpoint(where_.first, where_.second, "warm-up call");
     enqueue_ms_.push_back(0);
+    spacer_ns_ = kMinSpacerNs;
     return sample(1, [&](int) { task_.launch(c, opt_.impl); }, "warm-up call", &enqueue_ms_.back());
   }
 
@@ -1766,14 +1771,14 @@ class Driver {
   //  - synchronized: a device-wide synchronize after each call, then the stop event. Work on any stream is inside
   //    the sample, and so are the host's launch latency and its wake-up from each synchronize (~10 us per call
   //    on an H200, varying by 10 % from one process to the next: docs/benchmarks.md).
-  //  - queued: the spacer holds stream 0 while the host queues the start event, the calls and the stop event, so
-  //    the pair spans the GPU's work alone. Stream 0 is the legacy default stream: the work of every blocking
-  //    stream (cudaStreamCreate, cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and
-  //    is waited for by the stop event. A candidate that can make any other stream is timed synchronized (the
-  //    evaluator passes --sync-each-call from the object check).
+  //  - queued (--queued 1): the spacer holds stream 0 while the host queues the start event, the calls and the
+  //    stop event, so the pair spans the GPU's work (and, for a call that synchronizes inside, the host's wake-up
+  //    from that). Stream 0 is the legacy default stream: the work of every blocking stream (cudaStreamCreate,
+  //    cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited for by the stop
+  //    event. The evaluator asks for it only where the object check found no other kind of stream.
   template <class Launch>
   float sample(int launches, Launch launch, const std::string& what, double* host_ms = nullptr) {
-    const bool queued = !opt_.sync_each_call;
+    const bool queued = opt_.queued;
     if (queued) {
       timed::spacer_kernel<<<1, 1>>>(spacer_ns_);
       cuda_check(cudaGetLastError(), "launch the spacer before " + what);
@@ -1896,8 +1901,8 @@ class Driver {
   Report& report_;
   std::pair<size_t, uint64_t> where_{0, 0};
   void* flush_ = nullptr;
-  // Queued timing's spacer: at least 50 us (an H200's launch latency is about 5 us), at most 10 ms.
-  static constexpr long long kMinSpacerNs = 50000, kMaxSpacerNs = 10000000;
+  // Queued timing's spacer: at least 50 us (an H200's launch latency is about 5 us), at most 2 ms.
+  static constexpr long long kMinSpacerNs = 50000, kMaxSpacerNs = 2000000;
   long long spacer_ns_ = kMinSpacerNs;
   std::vector<double> enqueue_ms_;  // the host's time to queue each warm-up call of the current size
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

@@ -48,6 +48,10 @@ class EvalOptions:
     # number for the baseline and every candidate, decided once from the baseline's cached per-call time
     # (docs/evaluation.md, "Batching short calls"). 0: off.
     batch_below_ms: float = BATCH_BELOW_MS
+    # C/CUDA: queued samples (docs/evaluation.md, "Timing protocol"): the calls queued behind a spacer kernel
+    # instead of a device-wide synchronize after each, for a candidate whose work stream 0 orders. Opt-in until
+    # the GPU tests have passed with it (docs/gpu-validation.md).
+    queued_timing: bool = False
     check_timeout_s: float = 180.0
     time_timeout_s: float = 600.0
     profile_timeout_s: float = 600.0

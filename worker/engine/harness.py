@@ -91,7 +91,7 @@ def harness_argv(
     evidence_fd: int | None = None,
     turn_fds: tuple[int, int] | None = None,
     batches: list[int] | None = None,
-    synchronized: bool = False,
+    queued: bool = False,
     lockdown: bool = False,
     library: str | None = None,
 ) -> list[str]:
@@ -127,8 +127,8 @@ def harness_argv(
                  "--iters", str(iters), "--atol", repr(tol.atol), "--rtol", repr(tol.rtol)]
         if batches and any(b > 1 for b in batches):  # batched timing, decided once per task and size
             argv += ["--batch-fixed", ",".join(str(b) for b in batches)]
-        if synchronized:  # a device-wide synchronize after every timed call instead of queued calls
-            argv += ["--sync-each-call", "1"]
+        if queued:  # queued samples behind a spacer instead of a device-wide synchronize after every call
+            argv += ["--queued", "1"]
     else:
         argv += ["--seed-base", str(seed_base)]
     return argv + ["--out", out]

@@ -134,7 +134,8 @@ def test_work_left_running_on_any_stream_is_inside_the_timed_sample(gpu_chain, o
     """Queued samples rely on the default stream ordering the call's work: it does for blocking and per-thread
     streams; a candidate that can make a non-blocking stream is timed with a device-wide synchronize instead. Had a
     sample missed the kernel, its time would be the spacer's gap (about a microsecond), not the kernel's."""
-    evs = {kind: evaluate(LIBRARY["vector_add"], "fp32", VADD_SLOW_ON.format(make=make), None, options,
+    queued = dataclasses.replace(options, queued_timing=True)
+    evs = {kind: evaluate(LIBRARY["vector_add"], "fp32", VADD_SLOW_ON.format(make=make), None, queued,
                           chain=gpu_chain) for kind, make in STREAMS.items()}
     for kind, ev in evs.items():
         assert ev.verdict == Verdict.OK, f"{kind}: {ev.reason}"

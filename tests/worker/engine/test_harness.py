@@ -156,10 +156,10 @@ def test_builds_the_documented_command_line(scale_spec):
     # All ones: the per-call protocol, nothing to pass
     assert "--batch-fixed" not in harness_argv("./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json",
                                                batches=[1])
-    # Queued samples unless the candidate can run work the default stream does not order
-    assert "--sync-each-call" not in timed
-    synchronized = harness_argv("./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json", synchronized=True)
-    assert synchronized[synchronized.index("--sync-each-call") + 1] == "1"
+    # Synchronized samples unless queued ones are asked for
+    assert "--queued" not in timed
+    queued = harness_argv("./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json", queued=True)
+    assert queued[queued.index("--queued") + 1] == "1"
     assert format_size({"M": 64.0, "K": 128}) == "M=64,K=128"
 
 

@@ -53,9 +53,9 @@ class _Context(EvalContext):
         self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
         self.trusted = False  # the task's own library reference: no static checks, no object check
         self.batches: list[int] | None = None  # launches per sample for each size, once the baseline decided them
-        # Timing with a device-wide synchronize after every call (the candidate can run work stream 0 does not
-        # order: BuildResult.unordered); the baseline beside it is timed alike.
-        self.synchronized = False
+        # Queued samples (EvalOptions.queued_timing, where stream 0 orders all of the candidate's work:
+        # BuildResult.unordered); the baseline beside it is timed alike.
+        self.queued = False
 
     def sizes(self) -> list[SizeResult]:
         return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
@@ -91,7 +91,7 @@ class _Context(EvalContext):
                 warmup_ms=o.warmup_ms,
                 iters=o.iters,
                 batches=self.batches if mode == "time" else None,
-                synchronized=self.synchronized,
+                queued=self.queued,
             )
 
     def folder(self, reference: bool) -> Path:
@@ -106,7 +106,7 @@ class _Context(EvalContext):
             return run_interleaved(self.exe, self.reference_exe, self.spec, self.precision, sizes,
                                    self.folder(False), self.folder(True), timeout_s, seed_base=o.seed_base,
                                    warmup=o.warmup, warmup_ms=o.warmup_ms, iters=o.iters, batches=self.batches,
-                                   synchronized=self.synchronized)
+                                   queued=self.queued)
 
     def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
         """The check: the candidate's process sends its buffers, the reference's process decides."""
@@ -203,7 +203,7 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
             ctx.progress(f"  build cache hits: {', '.join(built.cache_hits)}")
         ctx.exe = built.executable or ""
         ctx.reference_exe = built.reference or ""
-        ctx.synchronized = bool(built.unordered)
+        ctx.queued = ctx.options.queued_timing and not built.unordered
         return built
     if built.refused:  # the object check on the candidate's host object
         msgs = built.refused
@@ -252,12 +252,12 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     if isinstance(built, Evaluation):
         return built
     compiled, notes = built.candidate, list(built.notes)
-    if built.unordered:
+    if o.queued_timing and built.unordered:
         shown = ", ".join(built.unordered[:3]) + (f" (+{len(built.unordered) - 3} more)" if len(built.unordered) > 3
                                                   else "")
-        notes.append(f"timed with a device-wide synchronize after every call, the baseline too: the candidate uses "
-                     f"{shown}, which can run work the default stream does not order (docs/evaluation.md, "
-                     "\"Timing protocol\")")
+        notes.append(f"timed with a device-wide synchronize after every call, not queued, the baseline too: the "
+                     f"candidate uses {shown}, which can run work the default stream does not order "
+                     "(docs/evaluation.md, \"Timing protocol\")")
     if compile_only:
         where = "" if ctx.chain.gpu else f"; no GPU is present ({ctx.chain.gpu_reason}), so nothing was run"
         return ctx.base(
@@ -502,7 +502,7 @@ def baseline_cache(ctx: _Context) -> TimingCache:
         "iters": o.iters,
         "seed_base": o.seed_base,
         "batch_below_ms": o.batch_below_ms,
-        "protocol": "synchronized" if ctx.synchronized else "queued",
+        "protocol": "queued" if ctx.queued else "synchronized",
         "nvcc": ctx.chain.nvcc_version,
     }
     return TimingCache(o, f"{spec.name}-{ctx.precision}", parts)

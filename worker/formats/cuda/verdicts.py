@@ -33,8 +33,9 @@ def merge_check(sizes: list[SizeResult], data: dict[str, Any] | None) -> list[Si
 
 # The reported time of a call may not be shorter than PROFILER_MARGIN x the summed durations of its kernels as
 # Nsight Compute measured them in a separate process: ncu runs kernels at base clocks (so its durations are
-# up to ~25 % longer than at boost), and a call's time also holds launch gaps, so an honest time is never
-# below half of it. A time that is shows the timing was forged or manipulated (docs/threat-model.md).
+# up to ~25 % longer than at boost), and a sample spans at least the kernels and the gaps between them, so an
+# honest time is never below half of it. A time that is shows the timing was forged or manipulated
+# (docs/threat-model.md).
 PROFILER_MARGIN = 0.5
 
 

@@ -1423,7 +1423,8 @@ class Report {
     j.key("max_ms").num(*std::max_element(v.begin(), v.end()));
     j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
-    j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us).key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
+    j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us);
+    j.key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
     j.key("failed_call");
     t.failed_call ? j.integer(*t.failed_call) : j.null();
     j.key("samples_ms").open_array();

@@ -1,0 +1,113 @@
+// The shape of a timed sample, measured on its own (docs/benchmarks.md, "Queued samples"): one process times
+// two kernels at several sizes in three shapes and prints one line per (kernel, size, shape). Run it in several
+// processes with bench/sample_shapes.py, which builds it and prints how far each median moves between processes.
+//
+//   A  synchronized: synchronize; start event; launch; cudaDeviceSynchronize; stop event (the harness's default)
+//   B  queued: spacer kernel; start event; launch; stop event; wait for the stop event (kwbench --queued 1)
+//   C  queued, 20 launches on 20 buffer sets between one event pair (batched)
+//
+// Every sample gets fresh inputs and a flushed L2 first. "fast" is a grid-stride ReLU (a few microseconds),
+// "naive" the same ReLU in one block of 256 threads (MSKernelBench's naive element-wise shape).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+__global__ void relu_fast(const float* __restrict__ x, float* __restrict__ y, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = fmaxf(x[i], 0.f);
+}
+
+__global__ void relu_naive(const float* x, float* y, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = fmaxf(x[i], 0.f);
+}
+
+__global__ void spacer(long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while ((long long)(t - t0) < ns);
+}
+
+__global__ void fill(float* p, int n, unsigned seed) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    p[i] = float((unsigned(i) * 2654435761u + seed) % 1000u) / 500.f - 1.f;
+}
+
+static bool ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  return e == cudaSuccess;
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+static double cv(const std::vector<double>& v) {
+  double m = 0, s = 0;
+  for (double x : v) m += x;
+  m /= double(v.size());
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / double(v.size() - 1)) / m;
+}
+
+int main() {
+  const int samples = 50, sets = 20;
+  const long long spacer_ns = 30000;
+  const size_t flush_bytes = size_t(100) << 20;  // twice an H100's or H200's L2
+  char* flush = nullptr;
+  cudaEvent_t start, stop;
+  if (!ok(cudaMalloc(&flush, flush_bytes), "allocate the L2 flush buffer") || !ok(cudaEventCreate(&start), "event") ||
+      !ok(cudaEventCreate(&stop), "event"))
+    return 1;
+  const int sizes[] = {1 << 16, 1 << 18, 1 << 20, 1 << 22};
+  for (int naive = 0; naive < 2; ++naive) {
+    for (int n : sizes) {
+      if (naive && n > (1 << 20)) continue;  // milliseconds already: nothing left to learn
+      std::vector<float*> xs(sets), ys(sets);
+      for (int k = 0; k < sets; ++k)
+        if (!ok(cudaMalloc(&xs[k], n * sizeof(float)), "allocate") || !ok(cudaMalloc(&ys[k], n * sizeof(float)), "allocate"))
+          return 1;
+      auto launch = [&](int k) {
+        if (naive) relu_naive<<<1, 256>>>(xs[k], ys[k], n);
+        else relu_fast<<<(n / 4 + 255) / 256, 256>>>(xs[k], ys[k], n);
+      };
+      for (int w = 0; w < 20; ++w) launch(0);
+      if (!ok(cudaDeviceSynchronize(), "warm-up")) return 1;
+      for (int shape = 0; shape < 3; ++shape) {
+        std::vector<double> us;
+        for (int r = 0; r < samples; ++r) {
+          const int calls = shape == 2 ? sets : 1;
+          for (int k = 0; k < calls; ++k) fill<<<264, 256>>>(xs[k], n, unsigned(r * 77 + k));
+          cudaMemsetAsync(flush, r & 0xff, flush_bytes);
+          cudaDeviceSynchronize();
+          if (shape == 0) {
+            cudaEventRecord(start);
+            launch(0);
+            cudaDeviceSynchronize();
+            cudaEventRecord(stop);
+          } else {
+            spacer<<<1, 1>>>(spacer_ns);
+            cudaEventRecord(start);
+            for (int k = 0; k < calls; ++k) launch(k);
+            cudaEventRecord(stop);
+          }
+          cudaEventSynchronize(stop);
+          float ms = 0;
+          cudaEventElapsedTime(&ms, start, stop);
+          us.push_back(1000.0 * ms / calls);
+        }
+        if (!ok(cudaGetLastError(), "timing")) return 1;
+        std::printf("%s %d %c %.3f %.4f\n", naive ? "naive" : "fast", n, "ABC"[shape], median(us), cv(us));
+      }
+      for (int k = 0; k < sets; ++k) {
+        cudaFree(xs[k]);
+        cudaFree(ys[k]);
+      }
+    }
+  }
+  return 0;
+}

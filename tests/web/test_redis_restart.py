@@ -84,7 +84,9 @@ async def _follow(stack, browser, run_id, received: list, reconnects: list, time
                         event = json.loads(await socket.recv())
                         if not received or event["seq"] > received[-1]["seq"]:  # drop duplicates
                             received.append(event)
-            except (OSError, websockets.ConnectionClosed, websockets.InvalidStatus, TimeoutError):
+            # Any failed connection is retried, as run-events.js does: a connect while Redis comes back can outlast
+            # daphne's websocket connect timeout, which then closes the socket mid-handshake (InvalidMessage).
+            except (OSError, websockets.exceptions.WebSocketException, TimeoutError):
                 reconnects.append(time.monotonic())
                 await asyncio.sleep(0.5)
 

@@ -6,9 +6,14 @@
 //   B  queued: spacer kernel; start event; launch; stop event; wait for the stop event (kwbench --queued 1)
 //   C  queued, 20 launches on 20 buffer sets between one event pair (batched)
 //
+// Build: nvcc -O3 -arch=sm_90 -I tasks/_harness -o sample_shapes bench/sample_shapes.cu
 // Every sample gets fresh inputs and a flushed L2 first. "fast" is a grid-stride ReLU (a few microseconds),
 // "naive" the same ReLU in one block of 256 threads (MSKernelBench's naive element-wise shape).
 #include <cuda_runtime.h>
+
+// The harness's own spacer (kw::timed::spacer_kernel), so this measures the sample kwbench --queued 1 takes.
+#define KW_HARNESS_RUNTIME
+#include "kw_timed.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -21,14 +26,6 @@ __global__ void relu_fast(const float* __restrict__ x, float* __restrict__ y, in
 
 __global__ void relu_naive(const float* x, float* y, int n) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = fmaxf(x[i], 0.f);
-}
-
-__global__ void spacer(long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while ((long long)(t - t0) < ns);
 }
 
 __global__ void fill(float* p, int n, unsigned seed) {
@@ -90,7 +87,7 @@ int main() {
             cudaDeviceSynchronize();
             cudaEventRecord(stop);
           } else {
-            spacer<<<1, 1>>>(spacer_ns);
+            kw::timed::spacer_kernel<<<1, 1>>>(spacer_ns);
             cudaEventRecord(start);
             for (int k = 0; k < calls; ++k) launch(k);
             cudaEventRecord(stop);

@@ -3,9 +3,10 @@
     python bench/sample_shapes.py [--processes 6] [--arch sm_90] [--binary PATH] [--pin CPU]
 
 Builds bench/sample_shapes.cu with nvcc (or takes a binary built elsewhere: build on a CPU machine with
-`nvcc -O3 -arch=sm_90 -o sample_shapes bench/sample_shapes.cu` and carry it), runs it in --processes processes one
-after another on an otherwise idle GPU, and prints per kernel, size and shape: the median of the per-process
-medians, how far they spread ((max - min) / median / 2, the "±"), and the worst CV inside one process.
+`nvcc -O3 -arch=sm_90 -I tasks/_harness -o sample_shapes bench/sample_shapes.cu` and carry it), runs it in
+--processes processes one after another on an otherwise idle GPU, and prints per kernel, size and shape: the
+median of the per-process medians, how far they spread ((max - min) / median / 2, the "±"), and the worst CV
+inside one process.
 Shapes: A synchronized (the harness's default), B queued behind a spacer, C queued, 20 calls per event pair.
 --pin runs every process on that one CPU (sched_setaffinity): whether the synchronized shape's offsets between
 processes come from where the scheduler puts each process (a core near the GPU or far from it).
@@ -24,6 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("sample_shapes.cu")
+HARNESS = Path(__file__).resolve().parents[1] / "tasks" / "_harness"  # kw_timed.cuh: the harness's spacer kernel
 SHAPES = {"A": "synchronized", "B": "queued", "C": "queued x20"}
 
 
@@ -32,7 +34,7 @@ def build(arch: str) -> Path:
     if nvcc is None:
         sys.exit("nvcc not found: build elsewhere and pass --binary")
     out = Path(tempfile.mkdtemp(prefix="kw-shapes-")) / "sample_shapes"
-    subprocess.run([nvcc, "-O3", f"-arch={arch}", "-o", str(out), str(SOURCE)], check=True)
+    subprocess.run([nvcc, "-O3", f"-arch={arch}", "-I", str(HARNESS), "-o", str(out), str(SOURCE)], check=True)
     return out
 
 

@@ -1548,7 +1548,7 @@ class Driver {
     std::vector<double> v;
     for (int it = 0; it < 120; ++it) {
       cuda_check(cudaDeviceSynchronize(), "synchronize before an empty call");
-      const float ms = sample(1, [](int) { timed::empty_kernel<<<1, 32>>>(); }, "empty call");
+      const float ms = sample(1, [](int) { timed::empty_kernel<<<1, 32>>>(); }, "empty call", kMinSpacerNs);
       if (it >= 20) v.push_back(ms);  // the first 20 warm up
     }
     const double mean = mean_of(v);
@@ -1671,11 +1671,11 @@ class Driver {
     std::optional<Turn> held(std::in_place, turns_);
     std::vector<std::unique_ptr<Case>> sets;
     sets.push_back(make_case(rec.index, seed));
-    std::vector<double> warm;
-    enqueue_ms_.clear();
+    std::vector<double> warm, enqueue;  // each warm-up call's device time, and the host's time to queue it
     double warmed = 0;
     for (int w = 0; w < opt_.warmup || (warmed < opt_.warmup_ms && w < 1000); ++w) {
-      warm.push_back(timed_warmup(*sets[0]));
+      enqueue.push_back(0);
+      warm.push_back(timed_warmup(*sets[0], &enqueue.back()));
       warmed += warm.back();
     }
     const int batch = opt_.batch_fixed.empty()
@@ -1686,10 +1686,10 @@ class Driver {
     // it. A call that took longer than that spacer to return waited for the GPU inside (MSKernelBench's entry
     // points end in cudaDeviceSynchronize): a longer spacer cannot help it and only lengthens that wait, so it
     // keeps the shortest. A host slower than the spacer only adds its own time to a sample, never hides GPU work.
-    const double enqueue_ms = enqueue_ms_.empty() ? 0.0 : median_of(enqueue_ms_);
+    const double enqueue_ms = enqueue.empty() ? 0.0 : median_of(enqueue);
     const bool waits_inside = enqueue_ms * 1e6 >= double(kMinSpacerNs);
-    spacer_ns_ = waits_inside ? kMinSpacerNs
-                              : std::min(kMaxSpacerNs, kMinSpacerNs + (long long)(2e6 * enqueue_ms * batch));
+    const long long spacer_ns =
+        waits_inside ? kMinSpacerNs : std::min(kMaxSpacerNs, kMinSpacerNs + (long long)(2e6 * enqueue_ms * batch));
     for (int b = 1; b < batch; ++b) sets.push_back(make_case(rec.index, seed + 0x9e3779b9ULL * uint64_t(b)));
     std::vector<std::vector<void*>> saved(checked ? sets.size() : 0);  // a checked call's outputs, set aside
     for (size_t b = 0; b < saved.size(); ++b) {
@@ -1717,7 +1717,7 @@ class Driver {
     report_.checkpoint(rec.index, seed, "timed calls");
     TimingSamples t;
     t.batch = batch;
-    t.spacer_us = opt_.queued ? spacer_ns_ / 1e3 : 0.0;
+    t.spacer_us = opt_.queued ? spacer_ns / 1e3 : 0.0;
     held.reset();
     for (int it = 0; it < opt_.iters; ++it) {
       held.emplace(turns_);  // one sample and its checks
@@ -1727,7 +1727,7 @@ class Driver {
       cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
       double host_ms = 0;
       const float ms = sample(int(sets.size()), [&](int b) { task_.launch(*sets[b], opt_.impl); }, "timed call",
-                              &host_ms);
+                              spacer_ns, &host_ms);
       const double call_ms = double(ms) / batch;
       t.device_ms.push_back(call_ms);
       t.host_ms.push_back(host_ms / batch);
@@ -1757,16 +1757,15 @@ class Driver {
 
   // One warm-up call on fresh inputs (not checked): its device time decides the batch size, the host's time to
   // queue it the spacer's length.
-  double timed_warmup(Case& c) {
+  double timed_warmup(Case& c, double* enqueue_ms) {
     c.refresh(stream_seed(opt_.seed_base, "warm-up"));
     cuda_check(cudaDeviceSynchronize(), "fresh inputs before a warm-up call");
     report_.checkpoint(where_.first, where_.second, "warm-up call");
-    enqueue_ms_.push_back(0);
-    spacer_ns_ = kMinSpacerNs;
-    return sample(1, [&](int) { task_.launch(c, opt_.impl); }, "warm-up call", &enqueue_ms_.back());
+    return sample(1, [&](int) { task_.launch(c, opt_.impl); }, "warm-up call", kMinSpacerNs, enqueue_ms);
   }
 
-  // One sample: `launches` calls between the start and stop events (docs/evaluation.md, "Timing protocol");
+  // One sample: `launches` calls between the start and stop events (docs/evaluation.md, "Timing protocol"), queued
+  // behind a spacer of `spacer_ns` when the run is queued;
   // *host_ms gets the host's time from the start event to the last call's return (queued: queuing the calls;
   // synchronized: running them).
   //  - synchronized: a device-wide synchronize after each call, then the stop event. Work on any stream is inside
@@ -1778,10 +1777,10 @@ class Driver {
   //    cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited for by the stop
   //    event. The evaluator asks for it only where the object check found no other kind of stream.
   template <class Launch>
-  float sample(int launches, Launch launch, const std::string& what, double* host_ms = nullptr) {
+  float sample(int launches, Launch launch, const std::string& what, long long spacer_ns, double* host_ms = nullptr) {
     const bool queued = opt_.queued;
     if (queued) {
-      timed::spacer_kernel<<<1, 1>>>(spacer_ns_);
+      timed::spacer_kernel<<<1, 1>>>(spacer_ns);
       cuda_check(cudaGetLastError(), "launch the spacer before " + what);
     }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
@@ -1904,8 +1903,6 @@ class Driver {
   void* flush_ = nullptr;
   // Queued timing's spacer: at least 50 us (an H200's launch latency is about 5 us), at most 2 ms.
   static constexpr long long kMinSpacerNs = 50000, kMaxSpacerNs = 2000000;
-  long long spacer_ns_ = kMinSpacerNs;
-  std::vector<double> enqueue_ms_;  // the host's time to queue each warm-up call of the current size
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   Turns turns_;
   std::optional<EvidenceWriter> writer_;

@@ -10,6 +10,7 @@ per-size speedup range, and review flags (>10x, CV > 5%).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -39,7 +40,9 @@ def main() -> int:
     records = []
     for path in args.files:
         task, precision = task_of(path)
-        ev = evaluate(LIBRARY[task], precision, path.read_text(encoding="utf-8"), None, options, chain=chain)
+        # A candidate expected to hang is stopped sooner, as the GPU test does: its verdict, not its minutes.
+        opts = dataclasses.replace(options, check_timeout_s=20) if expected_verdict(path) == "timeout" else options
+        ev = evaluate(LIBRARY[task], precision, path.read_text(encoding="utf-8"), None, opts, chain=chain)
         speedups = [s.speedup for s in ev.sizes if s.speedup]
         span = f"{min(speedups):.2f}-{max(speedups):.2f}" if speedups else "-"
         score = f"{ev.score:.2f}" if ev.score else "-"

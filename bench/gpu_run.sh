@@ -8,8 +8,9 @@
 # Options:
 #   --out DIR        raw output folder (default: $OUT, else ${TMPDIR:-/tmp}/kernelweb-gpu-run; keep it out
 #                    of the repository, whose docs keep only the summarized tables)
-#   --limit SECONDS  run each long command under `timeout` (a device call with a time limit returns what
-#                    the stage wrote so far); the experiment stage takes it as its whole budget
+#   --limit SECONDS  the whole call's time: each long command runs under `timeout` with what is left of it,
+#                    so several stages together end by then and a device call with a time limit returns
+#                    what they wrote; the experiment stage takes what is left as its budget
 #   --simulated-gpu  the experiment stage on a machine without a GPU (bench/experiment_fullstack.py's dry run)
 #   --no-wheels      do not install the wheels of .whl/
 #   --dry-run, --list, -h/--help
@@ -112,7 +113,10 @@ scratch=${TMPDIR:-/tmp}/kernelweb-gpu-run.$$
 O=$(printf '%q' "$out")
 PY=$(printf '%q' "$python")
 S=$(printf '%q' "$scratch")
-T=${limit:+timeout -k 10 $limit }
+# Each command's limit is what is left of --limit when it starts (at least 1 s): evaluated by run()'s eval.
+left() { local l=$(( limit - ($(date +%s) - started) )); echo $(( l > 1 ? l : 1 )); }
+# shellcheck disable=SC2016  # expanded later, by run()'s eval, when the command starts
+T=${limit:+'timeout -k 10 $(left) '}
 
 # One command line, shown as run (--dry-run prints it instead); a failed one fails its stage.
 run() {
@@ -133,7 +137,8 @@ pytest_cmd() {  # log-name files...
   local log=$1; shift
   if [ -z "$*" ]; then echo "echo 'no GPU test files found under tests/'; false"; return; fi
   # Plain pytest: the device's Python may lack the project's pytest plugins, so the repository's addopts go.
-  echo "$T$PY -m pytest -m gpu $* -q -rA -p no:cacheprovider -p no:django -o addopts= ${PYTEST_ARGS:-}" \
+  # -v: each test's name is in the log as it ends, so a call stopped by its limit still says which passed.
+  echo "$T$PY -m pytest -m gpu $* -v -rA -p no:cacheprovider -p no:django -o addopts= ${PYTEST_ARGS:-}" \
        "--junitxml=$O/$log.xml > $O/$log.log 2>&1; _rc=\$?; tail -25 $O/$log.log; (exit \$_rc)"
 }
 
@@ -230,7 +235,7 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
       run "$PY bench/agreement.py --checkout \"\$MSKB_CHECKOUT\" --out $S/agreement --build-dir $S/agreement-build \
 --compile-only --jobs $jobs --resume ${AGREEMENT_ARGS:-} > $O/agreement-compile.txt 2>&1"
       run "$T$PY bench/agreement.py --checkout \"\$MSKB_CHECKOUT\" --out $S/agreement --build-dir $S/agreement-build \
---gpus ${GPUS:-0} --resume ${limit:+--deadline $((limit / 2))} ${AGREEMENT_ARGS:-} > $O/agreement.txt 2>&1; _rc=\$?; \
+--gpus ${GPUS:-0} --resume ${limit:+--deadline \$(( \$(left) / 2 ))} ${AGREEMENT_ARGS:-} > $O/agreement.txt 2>&1; _rc=\$?; \
 cp $S/agreement/agreement.json $S/agreement/agreement.csv $O/; tar czf $O/agreement-logs.tgz -C $S/agreement \$(cd $S/agreement && ls -d kernelweb theirs 2>/dev/null); \
 grep -v '^\\[' $O/agreement.txt; (exit \$_rc)" ;;
     pipeline-demo)
@@ -271,13 +276,13 @@ _rc=\$?; echo \"exit \$_rc\"; tail -12 $O/${script}.log; (exit \$_rc)"
       done
       run "tail -5 $O/formats.err" ;;
     experiment)
-      local budget=${limit:-0} left deadline sim=""
+      local rest deadline sim=""
       [ "$simulated" = 1 ] && sim=" --simulated-gpu"
-      if [ "$budget" -gt 0 ]; then
+      if [ -n "$limit" ]; then
         # What is left of the budget, 20 s kept for packing; the experiment ends 60 s before, for its cancel,
         # analyses and export.
-        left=$(( budget - ($(date +%s) - started) - 20 )); deadline=$(( left - 60 ))
-        run "timeout -k 10 $left $PY bench/experiment_fullstack.py --out $S/experiment --deadline $deadline$sim \
+        rest=$(( $(left) - 20 )); deadline=$(( rest - 60 ))
+        run "timeout -k 10 $rest $PY bench/experiment_fullstack.py --out $S/experiment --deadline $deadline$sim \
 > $O/experiment.txt 2>&1; echo \"bench/experiment_fullstack.py exit \$?\" >> $O/experiment.txt"
       else
         run "$PY bench/experiment_fullstack.py --out $S/experiment$sim > $O/experiment.txt 2>&1; \

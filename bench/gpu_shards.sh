@@ -15,8 +15,9 @@
 #
 # The wheels of .whl/ are installed once, before the shards start. Shard k writes under DIR/gpu<k>/ and its
 # console to DIR/gpu<k>.txt; at the end DIR/shards.tgz holds them all (a device call returns few files).
-# --limit is each shard's gpu_run.sh --limit. Timings from shards that share a host are not the single-GPU
-# protocol of bench/repeatability.py (docs/benchmarks.md): run that stage alone.
+# --limit is each shard's gpu_run.sh --limit: the whole shard's time, all its stages together. Timings from
+# shards that share a host are not the single-GPU protocol of bench/repeatability.py (docs/benchmarks.md):
+# run that stage alone.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,21 @@ def test_the_files_the_stages_name_exist():
     named = set(re.findall(r"\b((?:bench|demo|tests)/[\w./*-]+\.(?:py|json|cu))\b", dry))
     assert "bench/library.py" in named and "tests/gpu_candidates/*_fast.cu" in named
     assert [p for p in sorted(named) if not glob.glob(str(ROOT / p))] == []
+
+
+def test_the_limit_is_the_whole_calls_time_not_each_commands(tmp_path):
+    # Three stages whose commands would each run a minute (the interpreter only sleeps): with --limit 4 they
+    # end together within it, as a device call's limit needs, not after 3 x 4 s.
+    slow = tmp_path / "python"
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")
+    slow.chmod(0o755)
+    started = time.monotonic()
+    done = subprocess.run(["bash", str(SCRIPT), "--no-wheels", "--limit", "4", "--out", str(tmp_path / "out"),
+                           "tests", "tests-formats", "candidates"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHON": str(slow), "KW_CUDA_EXTRA": str(tmp_path)})
+    took = time.monotonic() - started
+    assert done.returncode == 1 and "stages that failed: tests tests-formats candidates" in done.stdout
+    assert took < 9, f"{took:.1f} s: each command got the whole limit again"
 
 
 def test_an_unknown_stage_or_option_is_refused():

@@ -58,8 +58,17 @@ __device__ __forceinline__ void store(int type, void* base, size_t i, double v) 
   else static_cast<int*>(base)[i] = int(v);
 }
 
-// The kernels are defined in the harness runtime (kw_runtime.cu) only; a task's harness.cu, compiled on its own,
-// sees their declarations (a second definition would clash when the two objects are linked).
+// The harness's kernels. They are defined in the harness runtime (kw_runtime.cu) only; a task's harness.cu,
+// compiled on its own, sees these declarations (a second definition would clash when the two objects are linked).
+// What each does is said at its definition below.
+__global__ void redraw_kernel(void* dst, int type, size_t n, uint64_t seed, int kind, double a, double b);
+__global__ void permute_kernel(void* dst, const void* src, int type, size_t n, uint64_t mul, uint64_t add,
+                               double scale);
+__global__ void compare_kernel(const void* got, const void* expected, int type, size_t n, double atol, double rtol,
+                               unsigned long long* bad, unsigned long long* first);
+__global__ void empty_kernel();
+__global__ void spacer_kernel(long long ns);
+
 #ifdef KW_HARNESS_RUNTIME
 // A fresh draw from the buffer's distribution (uniform, normal, randint).
 __global__ void redraw_kernel(void* dst, int type, size_t n, uint64_t seed, int kind, double a, double b) {
@@ -124,15 +133,7 @@ __global__ void spacer_kernel(long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while ((long long)(now - start) < ns);
 }
-#else
-__global__ void redraw_kernel(void* dst, int type, size_t n, uint64_t seed, int kind, double a, double b);
-__global__ void permute_kernel(void* dst, const void* src, int type, size_t n, uint64_t mul, uint64_t add,
-                               double scale);
-__global__ void compare_kernel(const void* got, const void* expected, int type, size_t n, double atol, double rtol,
-                               unsigned long long* bad, unsigned long long* first);
-__global__ void empty_kernel();
-__global__ void spacer_kernel(long long ns);
-#endif
+#endif  // KW_HARNESS_RUNTIME
 
 inline unsigned grid_for(size_t n) {
   const size_t blocks = (n + 255) / 256;

@@ -15,6 +15,12 @@ from enum import StrEnum
 from typing import Any
 
 
+def first_of(items: list[str] | tuple[str, ...], shown: int = 1) -> str:
+    """The first `shown` of several messages or names, and how many more there are: "a, b (+3 more)"."""
+    rest = len(items) - shown
+    return ", ".join(items[:shown]) + (f" (+{rest} more)" if rest > 0 else "")
+
+
 class Verdict(StrEnum):
     OK = "ok"
     REJECTED = "rejected"  # static checks refused the source before any build

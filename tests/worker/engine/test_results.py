@@ -11,6 +11,7 @@ from worker.engine.results import (
     SizeResult,
     TimingStats,
     Verdict,
+    first_of,
 )
 
 
@@ -109,3 +110,10 @@ def test_non_finite_numbers_serialize_as_strings_not_invalid_json():
 
 def test_size_label_prints_integers_without_a_decimal_point():
     assert SizeResult(0, {"M": 128.0, "eps": 0.5}, 1.0).label == "M=128,eps=0.5"
+
+
+def test_a_list_of_messages_shows_the_first_and_counts_the_rest():
+    assert first_of(["only"]) == "only"
+    assert first_of(["a", "b", "c"]) == "a (+2 more)"
+    assert first_of(["a", "b", "c", "d", "e"], 3) == "a, b, c (+2 more)"
+    assert first_of(["a", "b"], 3) == "a, b"

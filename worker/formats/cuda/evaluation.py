@@ -33,7 +33,16 @@ from worker.engine.harness import (
     run_harness,
     run_interleaved,
 )
-from worker.engine.results import CompileResult, CrashInfo, Evaluation, Profile, SizeResult, TimingStats, Verdict
+from worker.engine.results import (
+    CompileResult,
+    CrashInfo,
+    Evaluation,
+    Profile,
+    SizeResult,
+    TimingStats,
+    Verdict,
+    first_of,
+)
 from worker.engine.scoring import score_sizes
 from worker.engine.timing import TimingCache, batches_for, beyond_wall_time, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
@@ -209,7 +218,7 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
         msgs = built.refused
         return ctx.base(
             verdict=Verdict.REJECTED,
-            reason=msgs[0] + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""),
+            reason=first_of(msgs),
             static_violations=msgs,
             compile=built.candidate,
             notes=built.notes,
@@ -244,7 +253,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         msgs = report.messages()
         return ctx.base(
             verdict=Verdict.REJECTED,
-            reason=msgs[0] + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""),
+            reason=first_of(msgs),
             static_violations=msgs,
         )
 
@@ -253,8 +262,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
         return built
     compiled, notes = built.candidate, list(built.notes)
     if o.queued_timing and built.unordered:
-        shown = ", ".join(built.unordered[:3]) + (f" (+{len(built.unordered) - 3} more)" if len(built.unordered) > 3
-                                                  else "")
+        shown = first_of(built.unordered, 3)
         notes.append(f"timed with a device-wide synchronize after every call, not queued, the baseline too: the "
                      f"candidate uses {shown}, which can run work the default stream does not order "
                      "(docs/evaluation.md, \"Timing protocol\")")

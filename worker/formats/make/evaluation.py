@@ -16,7 +16,7 @@ from worker.engine import confine, objcheck, sandbox
 from worker.engine.context import EvalContext
 from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import HARNESS_LIMITS, classify_crash
-from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict
+from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, Verdict, first_of
 from worker.engine.scoring import geometric_mean, score_sizes
 from worker.engine.timing import TimingCache, stats_from_samples
 from worker.formats.make import outputs
@@ -110,7 +110,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool)
     if not report.ok:
         msgs = report.messages()
         return ctx.base(verdict=Verdict.REJECTED, static_violations=msgs, notes=notes,
-                        reason=msgs[0] + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""))
+                        reason=first_of(msgs))
 
     run = _build_and_run(ctx, "candidate", source, run=not compile_only)
     if isinstance(run, Evaluation):
@@ -252,7 +252,7 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
         if refused:
             return ctx.base(verdict=Verdict.REJECTED, kind=role, compile=compiled, static_violations=refused,
                             notes=(note,) if note else (),
-                            reason=refused[0] + (f" (+{len(refused) - 1} more)" if len(refused) > 1 else ""))
+                            reason=first_of(refused))
         if note:
             compiled = replace(compiled, log=compiled.log + f"\n[{note}]")
     if not run:

@@ -16,7 +16,7 @@ from typing import Any
 
 from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import phase_name
-from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict
+from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict, first_of
 from worker.engine.scoring import score_sizes
 from worker.engine.timing import TimingCache, beyond_wall_time, file_digest, timing_of
 from worker.formats.pytorch.runner import (
@@ -50,7 +50,7 @@ def _evaluate(ctx: TorchContext, source: str, flags: str | None, compile_only: b
     if not report.ok:
         msgs = report.messages()
         return ctx.base(verdict=Verdict.REJECTED, static_violations=msgs, notes=tuple(notes),
-                        reason=msgs[0] + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""))
+                        reason=first_of(msgs))
 
     ctx.candidate_path = ctx.work / "candidate.py"
     ctx.candidate_path.write_text(source, encoding="utf-8")

@@ -5,6 +5,11 @@
 //   A  synchronized: synchronize; start event; launch; cudaDeviceSynchronize; stop event (the harness's default)
 //   B  queued: spacer kernel; start event; launch; stop event; wait for the stop event (kwbench --queued 1)
 //   C  queued, 20 launches on 20 buffer sets between one event pair (batched)
+//   D  queued start, waiting end: spacer; start; launch; cudaDeviceSynchronize; stop (a call that ends in its own
+//      synchronize, as MSKernelBench's do, under kwbench --queued 1)
+//   E  synchronized start, queued end: synchronize; start; launch; stop; wait for the stop event
+// D and E split A's host time in two: D keeps the wake-up from the synchronize and the stop's enqueue, E the launch
+// latency; whichever carries A's spread between processes is where it lives.
 //
 // Build: nvcc -O3 -arch=sm_90 -I tasks/_harness -o sample_shapes bench/sample_shapes.cu
 // Every sample gets fresh inputs and a flushed L2 first. "fast" is a grid-stride ReLU (a few microseconds),
@@ -74,14 +79,20 @@ int main() {
       };
       for (int w = 0; w < 20; ++w) launch(0);
       if (!ok(cudaDeviceSynchronize(), "warm-up")) return 1;
-      for (int shape = 0; shape < 3; ++shape) {
+      for (int shape = 0; shape < 5; ++shape) {
         std::vector<double> us;
         for (int r = 0; r < samples; ++r) {
           const int calls = shape == 2 ? sets : 1;
           for (int k = 0; k < calls; ++k) fill<<<264, 256>>>(xs[k], n, unsigned(r * 77 + k));
           cudaMemsetAsync(flush, r & 0xff, flush_bytes);
           cudaDeviceSynchronize();
-          if (shape == 0) {
+          if (shape == 0 || shape == 4) {
+            cudaEventRecord(start);
+            launch(0);
+            if (shape == 0) cudaDeviceSynchronize();
+            cudaEventRecord(stop);
+          } else if (shape == 3) {
+            kw::timed::spacer_kernel<<<1, 1>>>(spacer_ns);
             cudaEventRecord(start);
             launch(0);
             cudaDeviceSynchronize();
@@ -98,7 +109,7 @@ int main() {
           us.push_back(1000.0 * ms / calls);
         }
         if (!ok(cudaGetLastError(), "timing")) return 1;
-        std::printf("%s %d %c %.3f %.4f\n", naive ? "naive" : "fast", n, "ABC"[shape], median(us), cv(us));
+        std::printf("%s %d %c %.3f %.4f\n", naive ? "naive" : "fast", n, "ABCDE"[shape], median(us), cv(us));
       }
       for (int k = 0; k < sets; ++k) {
         cudaFree(xs[k]);

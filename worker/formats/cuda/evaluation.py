@@ -215,14 +215,8 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
         ctx.queued = ctx.options.queued_timing and not built.unordered
         return built
     if built.refused:  # the object check on the candidate's host object
-        msgs = built.refused
-        return ctx.base(
-            verdict=Verdict.REJECTED,
-            reason=first_of(msgs),
-            static_violations=msgs,
-            compile=built.candidate,
-            notes=built.notes,
-        )
+        return ctx.base(verdict=Verdict.REJECTED, reason=first_of(built.refused), static_violations=built.refused,
+                        compile=built.candidate, notes=built.notes)
     failure = built.failure
     assert failure is not None
     first_error = next((ln.strip() for ln in failure.log.splitlines() if "error" in ln.lower()), "")
@@ -251,11 +245,7 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     report = check_source(source, spec, precision, kernels) if not trusted else None
     if report is not None and not report.ok:
         msgs = report.messages()
-        return ctx.base(
-            verdict=Verdict.REJECTED,
-            reason=first_of(msgs),
-            static_violations=msgs,
-        )
+        return ctx.base(verdict=Verdict.REJECTED, reason=first_of(msgs), static_violations=msgs)
 
     built = _build(ctx, source, flags)
     if isinstance(built, Evaluation):

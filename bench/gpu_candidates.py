@@ -10,14 +10,13 @@ per-size speedup range, and review flags (>10x, CV > 5%).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from testing.gpu_candidates import LIBRARY, expected_verdict, task_of  # noqa: E402
+from testing.gpu_candidates import LIBRARY, expected_verdict, options_for, task_of  # noqa: E402
 from worker.engine import toolchain as tc  # noqa: E402
 from worker.formats.cuda.evaluation import EvalOptions, evaluate  # noqa: E402
 
@@ -40,9 +39,8 @@ def main() -> int:
     records = []
     for path in args.files:
         task, precision = task_of(path)
-        # A candidate expected to hang is stopped sooner, as the GPU test does: its verdict, not its minutes.
-        opts = dataclasses.replace(options, check_timeout_s=20) if expected_verdict(path) == "timeout" else options
-        ev = evaluate(LIBRARY[task], precision, path.read_text(encoding="utf-8"), None, opts, chain=chain)
+        ev = evaluate(LIBRARY[task], precision, path.read_text(encoding="utf-8"), None, options_for(path, options),
+                      chain=chain)
         speedups = [s.speedup for s in ev.sizes if s.speedup]
         span = f"{min(speedups):.2f}-{max(speedups):.2f}" if speedups else "-"
         score = f"{ev.score:.2f}" if ev.score else "-"

@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from testing.gpu_candidates import CANDIDATE_FILES, CASES, LIBRARY, expected_verdict, task_of  # noqa: E402
-from worker.engine.results import Verdict  # noqa: E402
+from worker.engine.results import Evaluation, Verdict  # noqa: E402
 from worker.formats.cuda.evaluation import EvalOptions, evaluate, validate  # noqa: E402
 
 # What a build that went as meant ends in: a compiled candidate (ok, kind compile_only), a baseline built and
@@ -44,33 +46,32 @@ def main(argv: list[str] | None = None) -> int:
     def keep(name: str) -> bool:
         return not wanted or name in wanted
 
-    work: list[tuple[str, str, object]] = []
+    # (name, precision, the build, the verdict the candidate is expected to get if any)
+    work: list[tuple[str, str, Callable[[], Evaluation], str | None]] = []
     if args.candidates or both:
         for path in CANDIDATE_FILES:
             if keep(path.name):
                 task, precision = task_of(path)
-                work.append((path.name, precision, lambda p=path, t=task, pr=precision: (
-                    evaluate(LIBRARY[t], pr, p.read_text(encoding="utf-8"), None, options, compile_only=True),
-                    expected_verdict(p))))
+                work.append((path.name, precision, partial(evaluate, LIBRARY[task], precision,
+                             path.read_text(encoding="utf-8"), None, options, compile_only=True),
+                             expected_verdict(path)))
     if args.baselines or both:
         for spec, precision in CASES:
             if keep(spec.name):
-                work.append((spec.name, precision, lambda s=spec, pr=precision: (validate(s, pr, options), None)))
+                work.append((spec.name, precision, partial(validate, spec, precision, options), None))
     if not work:
         print("nothing to build (see --only)", file=sys.stderr)
         return 2
 
     def build(item):
-        name, precision, call = item
         started = time.monotonic()
-        ev, expected = call()
-        return name, precision, ev, expected, time.monotonic() - started
+        return item[2](), time.monotonic() - started
 
     failed = 0
     started = time.monotonic()
     print(f"{'what':<40} {'prec':<5} {'result':<14} {'s':>6}  note")
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        for name, precision, ev, expected, took in pool.map(build, work):
+        for (name, precision, _, expected), (ev, took) in zip(work, pool.map(build, work), strict=True):
             # A candidate meant to fail its build or the static checks has nothing to cache: that is its result.
             # (A candidate expected `incorrect` or the like must still compile: ok here.)
             ok = ev.verdict in BUILT or ev.verdict == expected

@@ -86,23 +86,13 @@ int main() {
           for (int k = 0; k < calls; ++k) fill<<<264, 256>>>(xs[k], n, unsigned(r * 77 + k));
           cudaMemsetAsync(flush, r & 0xff, flush_bytes);
           cudaDeviceSynchronize();
-          if (shape == 0 || shape == 4) {
-            cudaEventRecord(start);
-            launch(0);
-            if (shape == 0) cudaDeviceSynchronize();
-            cudaEventRecord(stop);
-          } else if (shape == 3) {
-            kw::timed::spacer_kernel<<<1, 1>>>(spacer_ns);
-            cudaEventRecord(start);
-            launch(0);
-            cudaDeviceSynchronize();
-            cudaEventRecord(stop);
-          } else {
-            kw::timed::spacer_kernel<<<1, 1>>>(spacer_ns);
-            cudaEventRecord(start);
-            for (int k = 0; k < calls; ++k) launch(k);
-            cudaEventRecord(stop);
-          }
+          // A, D: the host waits inside the span; B, C, D: the sample is queued behind the spacer.
+          const bool queued = shape >= 1 && shape <= 3, waits_inside = shape == 0 || shape == 3;
+          if (queued) kw::timed::spacer_kernel<<<1, 1>>>(spacer_ns);
+          cudaEventRecord(start);
+          for (int k = 0; k < calls; ++k) launch(k);
+          if (waits_inside) cudaDeviceSynchronize();
+          cudaEventRecord(stop);
           cudaEventSynchronize(stop);
           float ms = 0;
           cudaEventElapsedTime(&ms, start, stop);

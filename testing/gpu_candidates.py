@@ -9,9 +9,11 @@ any other `*_fast.cu` is expected to be correct.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from worker.engine.taskspec import PRECISIONS
 from worker.registry import discover_tasks
@@ -64,3 +66,9 @@ def expected_verdict(path: Path) -> str | None:
         if phrase in first_sentence:
             return verdict
     return "ok" if first_sentence.startswith(("correct", "faster", "ok")) else None
+
+
+def options_for(path: Path, options: Any) -> Any:
+    """The evaluation options for a candidate: one expected to hang is stopped after 20 s (its verdict, not its
+    minutes)."""
+    return dataclasses.replace(options, check_timeout_s=20) if expected_verdict(path) == "timeout" else options

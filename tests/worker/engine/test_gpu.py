@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from testing.gpu_candidates import CANDIDATE_FILES, CASES, LIBRARY, expected_verdict, task_of
+from testing.gpu_candidates import CANDIDATE_FILES, CASES, LIBRARY, expected_verdict, options_for, task_of
 from worker.engine import toolchain as tc
 from worker.engine.results import Bottleneck, Verdict
 from worker.formats.cuda.evaluation import EvalOptions, evaluate, evaluate_baseline, validate
@@ -47,8 +47,7 @@ def test_candidate_gets_its_expected_verdict(path, gpu_chain, options):
     if want is None:
         pytest.skip(f"no expected verdict for {path.name} (add `// expect: <verdict>`)")
     task, precision = task_of(path)
-    if want == "timeout":
-        options = dataclasses.replace(options, check_timeout_s=20)
+    options = options_for(path, options)
     ev = evaluate(LIBRARY[task], precision, path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
     assert ev.verdict == want, f"{ev.reason}\n{ev.memcheck_log[-2000:]}"
     if ev.verdict == Verdict.OK:

@@ -8,6 +8,10 @@
 //   D  queued start, waiting end: spacer; start; launch; cudaDeviceSynchronize; stop (a call that ends in its own
 //      synchronize, as MSKernelBench's do, under kwbench --queued 1)
 //   E  synchronized start, queued end: synchronize; start; launch; stop; wait for the stop event
+//   F  queued, closed at the call's own synchronize: spacer; start; launch; stop; cudaDeviceSynchronize; post;
+//      end; the time is (stop - start) + (end - post): D with the stop event recorded where the call synchronizes
+//      (the harness would wrap the call's cudaDeviceSynchronize), its wake-up left out and anything queued after
+//      it counted through post..end
 // D and E split A's host time in two: D keeps the wake-up from the synchronize and the stop's enqueue, E the launch
 // latency; whichever carries A's spread between processes is where it lives.
 //
@@ -61,9 +65,9 @@ int main() {
   const long long spacer_ns = 30000;
   const size_t flush_bytes = size_t(100) << 20;  // twice an H100's or H200's L2
   char* flush = nullptr;
-  cudaEvent_t start, stop;
+  cudaEvent_t start, stop, post, end;
   if (!ok(cudaMalloc(&flush, flush_bytes), "allocate the L2 flush buffer") || !ok(cudaEventCreate(&start), "event") ||
-      !ok(cudaEventCreate(&stop), "event"))
+      !ok(cudaEventCreate(&stop), "event") || !ok(cudaEventCreate(&post), "event") || !ok(cudaEventCreate(&end), "event"))
     return 1;
   const int sizes[] = {1 << 16, 1 << 18, 1 << 20, 1 << 22};
   for (int naive = 0; naive < 2; ++naive) {
@@ -79,27 +83,33 @@ int main() {
       };
       for (int w = 0; w < 20; ++w) launch(0);
       if (!ok(cudaDeviceSynchronize(), "warm-up")) return 1;
-      for (int shape = 0; shape < 5; ++shape) {
+      for (int shape = 0; shape < 6; ++shape) {
         std::vector<double> us;
         for (int r = 0; r < samples; ++r) {
           const int calls = shape == 2 ? sets : 1;
           for (int k = 0; k < calls; ++k) fill<<<264, 256>>>(xs[k], n, unsigned(r * 77 + k));
           cudaMemsetAsync(flush, r & 0xff, flush_bytes);
           cudaDeviceSynchronize();
-          // A, D: the host waits inside the span; B, C, D: the sample is queued behind the spacer.
-          const bool queued = shape >= 1 && shape <= 3, waits_inside = shape == 0 || shape == 3;
+          // A, D: the host waits inside the span; B, C, D, F: the sample is queued behind the spacer.
+          const bool queued = shape != 0 && shape != 4, waits_inside = shape == 0 || shape == 3;
           if (queued) kw::timed::spacer_kernel<<<1, 1>>>(spacer_ns);
           cudaEventRecord(start);
           for (int k = 0; k < calls; ++k) launch(k);
           if (waits_inside) cudaDeviceSynchronize();
           cudaEventRecord(stop);
-          cudaEventSynchronize(stop);
-          float ms = 0;
+          if (shape == 5) {  // the call's own synchronize, then what the harness records after it
+            cudaDeviceSynchronize();
+            cudaEventRecord(post);
+            cudaEventRecord(end);
+          }
+          cudaEventSynchronize(shape == 5 ? end : stop);
+          float ms = 0, tail = 0;
           cudaEventElapsedTime(&ms, start, stop);
-          us.push_back(1000.0 * ms / calls);
+          if (shape == 5) cudaEventElapsedTime(&tail, post, end);
+          us.push_back(1000.0 * (ms + tail) / calls);
         }
         if (!ok(cudaGetLastError(), "timing")) return 1;
-        std::printf("%s %d %c %.3f %.4f\n", naive ? "naive" : "fast", n, "ABCDE"[shape], median(us), cv(us));
+        std::printf("%s %d %c %.3f %.4f\n", naive ? "naive" : "fast", n, "ABCDEF"[shape], median(us), cv(us));
       }
       for (int k = 0; k < sets; ++k) {
         cudaFree(xs[k]);

@@ -9,7 +9,8 @@ median of the per-process medians, how far they spread ((max - min) / median / 2
 inside one process.
 Shapes: A synchronized (the harness's default), B queued behind a spacer, C queued, 20 calls per event pair,
 D queued but waiting inside the span (a call that ends in its own synchronize), E synchronized start with no
-wait inside the span (A's launch latency without its wake-up).
+wait inside the span (A's launch latency without its wake-up), F D's call with the stop event recorded before its
+own synchronize and the host's time after that synchronize added back (its wake-up left out).
 --pin runs every process on that one CPU (sched_setaffinity): whether the synchronized shape's offsets between
 processes come from where the scheduler puts each process (a core near the GPU or far from it).
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 SOURCE = Path(__file__).with_name("sample_shapes.cu")
 HARNESS = Path(__file__).resolve().parents[1] / "tasks" / "_harness"  # kw_timed.cuh: the harness's spacer kernel
 SHAPES = {"A": "synchronized", "B": "queued", "C": "queued x20", "D": "queued, waits inside",
-          "E": "launch, no wait"}
+          "E": "launch, no wait", "F": "queued, stopped at the call's synchronize"}
 
 
 def build(arch: str) -> Path:

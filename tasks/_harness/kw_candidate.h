@@ -29,6 +29,12 @@ inline void*& entry() {
   return address;
 }
 
+// The loaded candidate.so (nullptr before): the harness looks up the objects it linked into it (kw_sync.cu).
+inline void*& handle() {
+  static void* loaded = nullptr;
+  return loaded;
+}
+
 // Loads `path` and resolves `symbol` in it: "" when done, else why not (dlerror's words).
 inline std::string load(const std::string& path, const char* symbol) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -43,6 +49,7 @@ inline std::string load(const std::string& path, const char* symbol) {
     return std::string("the candidate does not define ") + symbol + (why ? std::string(" (") + why + ")" : "");
   }
   entry() = address;
+  candidate::handle() = handle;
   return "";
 }
 

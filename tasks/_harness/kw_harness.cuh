@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "kw_candidate.h"
+#include "kw_sync.h"
 #include "kw_lockdown.h"
 #include "kw_turns.h"
 #include "kw_timed.cuh"
@@ -1227,6 +1228,7 @@ struct TimingSamples {
   std::vector<double> device_ms, host_ms;  // per call (a batch's time divided by its launches)
   int batch = 1;                           // launches per sample, on distinct buffer sets
   double spacer_us = 0;                    // queued timing: how long the spacer held stream 0 before a sample
+  long long closed_syncs = 0;              // queued timing: the calls' synchronizes that closed a segment (kw_sync.h)
   long long checked_calls = 0;             // timed calls whose output was compared with the baseline's
   double check_p = 0;                      // the share of unforced calls checked (1: every call)
   std::optional<long long> failed_call;    // the first timed call (0-based) whose output was wrong
@@ -1423,7 +1425,7 @@ class Report {
     j.key("max_ms").num(*std::max_element(v.begin(), v.end()));
     j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
-    j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us);
+    j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us).key("closed_syncs").integer(t.closed_syncs);
     j.key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
     j.key("failed_call");
     t.failed_call ? j.integer(*t.failed_call) : j.null();
@@ -1458,6 +1460,7 @@ class Driver {
     if (flush_) cudaFree(flush_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
+    if (sync_.to) cudaEventDestroy(sync_.to);
   }
 
   void run() {
@@ -1484,6 +1487,10 @@ class Driver {
       if (!why.empty()) {
         fail("candidate_load", "the candidate's shared object could not be loaded (" + why +
                                    "): a worker problem, not the candidate's; KW_LOAD_AFTER_LOCKDOWN=0 links it in");
+      }
+      // candidate.so carries its own copy of kw_sync.cu's wrapper (its link wraps cudaDeviceSynchronize too).
+      if (void* attach = dlsym(candidate::handle(), "kw_sync_attach")) {
+        reinterpret_cast<void (*)(KwSyncClose*)>(attach)(&sync_);
       }
     }
     for (size_t i = 0; i < opt_.sizes.size(); ++i) {
@@ -1536,6 +1543,8 @@ class Driver {
   void prepare_timing() {
     cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
     cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&sync_.to), "cudaEventCreate");
+    kw_sync_attach(&sync_);
     if (report_.l2_flush_bytes > 0) {
       cuda_check(cudaMalloc(&flush_, size_t(report_.l2_flush_bytes)), "allocate the L2 flush buffer");
     }
@@ -1727,7 +1736,7 @@ class Driver {
       cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
       double host_ms = 0;
       const float ms = sample(int(sets.size()), [&](int b) { task_.launch(*sets[b], opt_.impl); }, "timed call",
-                              spacer_ns, &host_ms);
+                              spacer_ns, &host_ms, &t.closed_syncs);
       const double call_ms = double(ms) / batch;
       t.device_ms.push_back(call_ms);
       t.host_ms.push_back(host_ms / batch);
@@ -1777,13 +1786,20 @@ class Driver {
   //    cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited for by the stop
   //    event. The evaluator asks for it only where the object check found no other kind of stream.
   template <class Launch>
-  float sample(int launches, Launch launch, const std::string& what, long long spacer_ns, double* host_ms = nullptr) {
+  float sample(int launches, Launch launch, const std::string& what, long long spacer_ns, double* host_ms = nullptr,
+               long long* closed_syncs = nullptr) {
     const bool queued = opt_.queued;
     if (queued) {
       timed::spacer_kernel<<<1, 1>>>(spacer_ns);
       cuda_check(cudaGetLastError(), "launch the spacer before " + what);
     }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
+    // Queued: each synchronize of the calls closes a segment (kw_sync.h); the last runs to the stop event.
+    sync_.from = start_;
+    sync_.ms = 0;
+    sync_.closed = 0;
+    sync_.error = cudaSuccess;
+    sync_.open = queued;
     const auto t0 = std::chrono::steady_clock::now();
     for (int b = 0; b < launches; ++b) {
       launch(b);
@@ -1795,11 +1811,14 @@ class Driver {
     if (host_ms) *host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cuda_check(cudaEventRecord(stop_, 0), "record stop event");
     const cudaError_t stopped = cudaEventSynchronize(stop_);
+    sync_.open = false;
     if (queued) cuda_check(cudaDeviceSynchronize(), what + " (cudaDeviceSynchronize after the call)");
     cuda_check(stopped, "wait for stop event");
+    cuda_check(sync_.error, what + " (its cudaDeviceSynchronize, a queued sample's segment closed there)");
     float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    return ms;
+    cuda_check(cudaEventElapsedTime(&ms, sync_.from, stop_), "cudaEventElapsedTime");
+    if (closed_syncs) *closed_syncs += sync_.closed;
+    return float(sync_.ms) + ms;
   }
 
   // Launches per sample: 1 for calls of batch_below_ms or longer; else enough for batch_target_ms, at most
@@ -1904,6 +1923,7 @@ class Driver {
   // Queued timing's spacer: at least 50 us (an H200's launch latency is about 5 us), at most 2 ms.
   static constexpr long long kMinSpacerNs = 50000, kMaxSpacerNs = 2000000;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  KwSyncClose sync_;  // a queued sample's segments (kw_sync.h)
   Turns turns_;
   std::optional<EvidenceWriter> writer_;
   std::optional<EvidenceReader> reader_;

@@ -144,6 +144,45 @@ def test_work_left_running_on_any_stream_is_inside_the_timed_sample(gpu_chain, o
     assert all(ms >= 0.7 * largest["default"] for ms in largest.values()), largest
 
 
+# The same slow vector_add, its work placed around the call's own synchronizes (queued samples close a segment at
+# each: tasks/_harness/kw_sync.h). Whatever the placement, the work must stay inside the sample.
+VADD_SLOW_AROUND_SYNC = """
+__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int lo, int hi) {{
+    int i = lo + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= hi) return;
+    float c = 0.0f;
+    for (int r = 0; r < 256; ++r) c = A[i] + B[i] + c * 1e-30f;
+    C[i] = c;
+}}
+static void part(const float* A, const float* B, float* C, int lo, int hi) {{
+    if (hi > lo) vector_add_kernel_optimized<<<(hi - lo + 255) / 256, 256>>>(A, B, C, lo, hi);
+}}
+extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {{
+    {body}
+}}
+"""
+AROUND_SYNC = {
+    "then synchronizes": "part(A, B, C, 0, N); cudaDeviceSynchronize();",
+    "works after its synchronize": "cudaDeviceSynchronize(); part(A, B, C, 0, N); cudaStreamSynchronize(0);",
+    "synchronizes between halves": "part(A, B, C, 0, N / 2); cudaDeviceSynchronize(); part(A, B, C, N / 2, N); "
+                                   "cudaDeviceSynchronize();",
+    "leaves it running after a synchronize": "cudaDeviceSynchronize(); part(A, B, C, 0, N);",
+}
+
+
+def test_work_around_the_calls_own_synchronize_is_inside_the_queued_sample(gpu_chain, options):
+    """A queued sample leaves out only the host's wake-up inside the call's cudaDeviceSynchronize: work before it,
+    between two of them, after the last one (waited for another way, or left running) is all timed."""
+    queued = dataclasses.replace(options, queued_timing=True)
+    evs = {kind: evaluate(LIBRARY["vector_add"], "fp32", VADD_SLOW_AROUND_SYNC.format(body=body), None, queued,
+                          chain=gpu_chain) for kind, body in AROUND_SYNC.items()}
+    for kind, ev in evs.items():
+        assert ev.verdict == Verdict.OK, f"{kind}: {ev.reason}"
+    assert evs["then synchronizes"].sizes[-1].candidate.closed_syncs > 0  # the wrapper closed segments
+    largest = {kind: ev.sizes[-1].candidate.median_ms for kind, ev in evs.items()}
+    assert all(ms >= 0.7 * largest["then synchronizes"] for ms in largest.values()), largest
+
+
 def test_baseline_evaluation_is_cached_and_profiled(gpu_chain, options):
     spec = LIBRARY["vector_add"]
     profile = "filtered" if gpu_chain.ncu else "none"

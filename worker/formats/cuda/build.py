@@ -41,6 +41,10 @@ HARNESS_FLAGS = ("-O2", "-std=c++17")
 # precision and linked with every task's harness.o, which then compiles only the task's setup, launch and reference
 # (docs/evaluation.md, "Build and caching"). A harness folder without it (the tests' CPU stand-in) has none.
 RUNTIME_SOURCE = "kw_runtime.cu"
+# The cudaDeviceSynchronize wrapper that closes a queued sample's segments (tasks/_harness/kw_sync.h): always the
+# shipped one, linked into every executable and every candidate.so, whose links all wrap the symbol.
+SYNC_SOURCE = "kw_sync.cu"
+WRAP_SYNC = ("-Xlinker", "--wrap=cudaDeviceSynchronize")
 COMPILE_TIMEOUT_S = 300.0
 _CACHE_FORMAT = "1"  # bump to invalidate every cached object after a change in how they are built
 
@@ -341,7 +345,12 @@ def build(
         key = _sha(*common, "runtime", " ".join(runtime_argv[1:-4]), *protocol)
         jobs.append(_Job("runtime", runtime_argv, work / "runtime", work / "runtime" / "kw_runtime.o", key,
                          cache / "objects" / f"{key}.o"))
-    fixed = len(jobs)  # the objects every executable of this build links: baseline, harness (and runtime)
+    sync_argv = [nvcc, *HARNESS_FLAGS, f"-arch={arch}", "-Xcompiler", "-fPIC", "-I", str(shipped_dir), "-c",
+                 str(shipped_dir / SYNC_SOURCE), "-o", "kw_sync.o"]
+    key = _sha(*common, "sync", " ".join(sync_argv[1:-4]), harness_hash(shipped_dir))
+    sync_job = _Job("sync", sync_argv, work / "sync", work / "sync" / "kw_sync.o", key, cache / "objects" / f"{key}.o")
+    jobs.append(sync_job)
+    fixed = len(jobs)  # the objects every executable of this build links: baseline, harness, runtime, kw_sync.o
 
     flag_check = None
     libraries: tuple[str, ...] = ()
@@ -385,7 +394,7 @@ def build(
         done = list(pool.map(lambda j: _run_job(j, timeout_s), jobs))
     results = {job.role: result for job, result in zip(jobs, done, strict=True)}
     baseline, candidate = results["baseline"], results.get("candidate")
-    harness = _with_runtime(results["harness"], results.get("runtime"))
+    harness = _with_runtime(_with_runtime(results["harness"], results.get("runtime")), results["sync"])
     failed = [r for r in (baseline, harness, candidate) if r is not None and not r.ok]
     if failed:
         return BuildResult(
@@ -417,7 +426,8 @@ def build(
                                refused=checked.messages())
 
     # The reference first: without the candidate, so its failure is the task's, whatever the candidate did.
-    ref_link, ref_key = _link(nvcc, arch, common, jobs[:fixed], (), work, REFERENCE_EXECUTABLE, cache, timeout_s)
+    ref_link, ref_key = _link(nvcc, arch, common, jobs[:fixed], (), work, REFERENCE_EXECUTABLE, cache, timeout_s,
+                              WRAP_SYNC)
     reference = str(work / REFERENCE_EXECUTABLE) if ref_link.ok else None
     if not ref_link.ok or candidate is None:
         return BuildResult(ref_link.ok, reference, baseline, harness, candidate, ref_link, flag_check,
@@ -429,18 +439,18 @@ def build(
     if late:
         exe_shape, lib_shape = _late_load_shapes(nvcc)
         link, link_key = _link(nvcc, arch, common, jobs[:fixed], libraries, work, EXECUTABLE, cache, timeout_s,
-                               exe_shape)
+                               (*exe_shape, *WRAP_SYNC))
         if link.ok:
             library = work / CANDIDATE_LIBRARY
-            link, lib_key = _link(nvcc, arch, common, jobs[fixed:], libraries, work, library.name, cache, timeout_s,
-                                  lib_shape)
+            link, lib_key = _link(nvcc, arch, common, [*jobs[fixed:], sync_job], libraries, work, library.name,
+                                  cache, timeout_s, (*lib_shape, *WRAP_SYNC))
             link_key = _sha(link_key, lib_key)
         if link.ok:
             problem = _not_preloaded(work / EXECUTABLE, library)
             if problem:
                 link = replace(link, ok=False, log=f"{link.log}\n{problem}")
     else:
-        link, link_key = _link(nvcc, arch, common, jobs, libraries, work, EXECUTABLE, cache, timeout_s)
+        link, link_key = _link(nvcc, arch, common, jobs, libraries, work, EXECUTABLE, cache, timeout_s, WRAP_SYNC)
     exe = work / EXECUTABLE
     blame, at_fault = (problem, False) if problem else ("", True)
     if not link.ok and not problem:

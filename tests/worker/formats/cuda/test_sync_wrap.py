@@ -1,0 +1,56 @@
+"""Every build routes a call's cudaDeviceSynchronize through the harness's wrapper (tasks/_harness/kw_sync.h), so a
+queued sample can close its segments there: real nvcc and objdump, the candidate loaded late and linked in."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from worker.formats.cuda.build import HARNESS_DIR, build
+from worker.formats.cuda.spec import load_spec
+
+VECTOR_ADD = load_spec(Path(__file__).parents[4] / "tasks" / "mskernelbench" / "vector_add" / "spec.toml")
+CANDIDATE = """
+__global__ void add_kernel(const float* A, const float* B, float* C, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) C[i] = A[i] + B[i];
+}
+extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {
+    add_kernel<<<(N + 255) / 256, 256>>>(A, B, C, N);
+    cudaDeviceSynchronize();
+}
+"""
+
+pytestmark = pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) is not installed")
+
+
+def calls_in(binary: str, function: str) -> list[str]:
+    """The functions `function` calls, from objdump's disassembly of `binary`."""
+    listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True, text=True,
+                             check=True).stdout
+    body = re.search(rf"^[0-9a-f]+ <{re.escape(function)}>:\n(.*?)(?:\n\n|\Z)", listing, re.M | re.S)
+    assert body, f"{function} not found in {binary}"
+    return re.findall(r"(?:call|jmp)\s+[0-9a-f]+ <([^>@+]+)", body.group(1))  # a tail call is a jmp
+
+
+def test_a_late_loaded_candidates_synchronize_reaches_the_wrapper(chain, shared_build_cache, tmp_path, monkeypatch):
+    monkeypatch.setenv("KW_LOAD_AFTER_LOCKDOWN", "1")
+    built = build(VECTOR_ADD, "fp32", chain, CANDIDATE, None, work_dir=tmp_path / "w", harness_dir=HARNESS_DIR,
+                  cache_dir=shared_build_cache)
+    assert built.ok and built.library, built.failure and built.failure.log
+    assert "__wrap_cudaDeviceSynchronize" in calls_in(built.library, "vector_add_optimized")
+    exported = subprocess.run(["nm", "-D", "--defined-only", built.library], capture_output=True, text=True,
+                              check=True).stdout
+    assert re.search(r" T kw_sync_attach$", exported, re.M)  # the harness points it at its state after dlopen
+    # kwbench's own objects and the baseline's entry (timed the same way) go through it too.
+    assert "__wrap_cudaDeviceSynchronize" in calls_in(built.reference, "vector_add")
+
+
+def test_a_linked_in_candidates_synchronize_reaches_the_wrapper(chain, shared_build_cache, tmp_path, monkeypatch):
+    monkeypatch.setenv("KW_LOAD_AFTER_LOCKDOWN", "0")
+    built = build(VECTOR_ADD, "fp32", chain, CANDIDATE, None, work_dir=tmp_path / "w", harness_dir=HARNESS_DIR,
+                  cache_dir=shared_build_cache)
+    assert built.ok and built.library is None, built.failure and built.failure.log
+    assert "__wrap_cudaDeviceSynchronize" in calls_in(built.executable, "vector_add_optimized")

@@ -20,6 +20,8 @@
 #   WHEELS         a folder of wheels for that Python, installed into a scratch folder first when it holds
 #                  any (default .whl: a GPU host without network gets the wheels of requirements.txt there)
 #   PYTEST_ARGS    extra pytest arguments of the test stages, e.g. -k "not baseline_matches" or -k oob_write_far
+#   PYTEST_TIMEOUT seconds one GPU test may take, its wait for the GPU's lock included (default 900: with -n 12 on
+#                  one GPU, tests waited over the project's 300 s for the lock and failed unrun, 2026-11-28)
 #   LIBRARY_ARGS   extra bench/library.py arguments of the library stages, e.g. "--task spmm_csr"
 #   EVAL_ARGS      extra bench/eval_baselines.py arguments of eval-baselines, e.g. "--task softmax --task top_k"
 #   SHARING_ARGS   bench/gpu_sharing.py arguments (default "--runs 4 --delay 5"; add "--profile filtered --rounds 1")
@@ -138,7 +140,8 @@ pytest_cmd() {  # log-name files...
   if [ -z "$*" ]; then echo "echo 'no GPU test files found under tests/'; false"; return; fi
   # Plain pytest: the device's Python may lack the project's pytest plugins, so the repository's addopts go.
   # -v: each test's name is in the log as it ends, so a call stopped by its limit still says which passed.
-  echo "$T$PY -m pytest -m gpu $* -v -rA -p no:cacheprovider -p no:django -o addopts= ${PYTEST_ARGS:-}" \
+  echo "$T$PY -m pytest -m gpu $* -v -rA -p no:cacheprovider -p no:django -o addopts= -o timeout=${PYTEST_TIMEOUT:-900}" \
+       "${PYTEST_ARGS:-}" \
        "--junitxml=$O/$log.xml > $O/$log.log 2>&1; _rc=\$?; tail -25 $O/$log.log; (exit \$_rc)"
 }
 

@@ -66,6 +66,15 @@ def test_the_limit_is_the_whole_calls_time_not_each_commands(tmp_path):
     assert took < 9, f"{took:.1f} s: each command got the whole limit again"
 
 
+def test_a_gpu_test_may_wait_for_the_gpus_lock_longer_than_the_projects_test_timeout():
+    # Many pytest workers on one GPU queue for its lock; the project's 300 s timeout failed tests that never ran.
+    dry = gpu_run("--dry-run", "tests")
+    assert "-o timeout=900" in dry.stdout
+    mine = subprocess.run(["bash", str(SCRIPT), "--dry-run", "tests"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTEST_TIMEOUT": "1200"})
+    assert "-o timeout=1200" in mine.stdout
+
+
 def test_an_unknown_stage_or_option_is_refused():
     assert gpu_run("no-such-stage").returncode == 2
     assert gpu_run("--frobnicate", "env").returncode == 2

@@ -23,7 +23,8 @@ floor under every time). The goals (issue 17): P within 2 % for at least 95 % of
 a call takes 10 us or more.
 Without a GPU it only builds (and prints the tables of the resumed tasks).
 
---resume takes the --json of an earlier run cut short (a time limit): its tasks are not built or timed again,
+--resume takes the --json of an earlier run cut short (a time limit), or several (one per shard of a multi-GPU run:
+`--resume a.json --resume b.json --task none` prints their tables together): its tasks are not built or timed again,
 and their timings stay in the --json written and in every table and summary line, beside the new ones.
 """
 
@@ -141,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", choices=("batched", "queued", "interleaved"), default="batched",
                         help="what the 'after' runs measure (default: batched)")
     parser.add_argument("--json", help="write every timing here")
-    parser.add_argument("--resume", help="an earlier --json: its tasks are kept (tables included), not timed again")
+    parser.add_argument("--resume", action="append", default=[],
+                        help="an earlier --json: its tasks are kept (tables included), not timed again (repeatable: "
+                             "the JSONs of several shards)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds")
     parser.add_argument("--no-aslr", action="store_true",
                         help="every timing process without address-space randomization (personality "
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     specs = [s for s in all_specs.values() if not args.task or s.name in args.task]
     precisions = [args.precision] if args.precision else list(PRECISIONS)
     saved = []  # every timed task, the resumed ones first
-    for entry in load_saved(args.resume) if args.resume else []:
+    for entry in [e for path in args.resume for e in load_saved(path)]:
         if entry["task"] in all_specs:
             saved.append(entry)
         else:
@@ -162,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     done = {(e["task"], e["precision"]) for e in saved}
     cases = [(s, p) for s in specs for p in precisions if p in s.interfaces and (s.name, p) not in done]
     chain = tc.detect()
-    print(f"{len(cases)} tasks{f' ({len(saved)} more resumed from {args.resume})' if args.resume else ''}; "
+    resumed = f" ({len(saved)} more resumed from {', '.join(args.resume)})" if args.resume else ""
+    print(f"{len(cases)} tasks{resumed}; "
           f"GPU: {chain.gpu.name if chain.gpu else 'none (' + chain.gpu_reason + ')'}; "
           f"{args.iters} timed calls per size", flush=True)
     root = Path(tempfile.mkdtemp(prefix="kw-repeat-"))

@@ -47,6 +47,19 @@ def test_p_repeat_is_computed_against_the_reference_alone_and_within_each_pair_i
     assert "| vector_add | fp32 | N=1024 | 100.0 | 10.0 | 1.00% | 3.00% |" in out
 
 
+def test_the_jsons_of_several_shards_resume_into_one_table(tmp_path, capsys):
+    runs = {"protocol": "queued", "reference": run(1.0), "before-1": run(1.0), "before-2": run(1.0),
+            "after-1": run(1.0), "after-2": run(1.0)}
+    paths = []
+    for k, task in enumerate(("vector_add", "elu")):
+        paths += ["--resume", str(tmp_path / f"shard{k}.json")]
+        Path(paths[-1]).write_text(json.dumps([{"task": task, "precision": "fp32", "runs": runs}]))
+    assert repeatability.main(["--precision", "fp32", "--task", "none", *paths]) == 0
+    out = capsys.readouterr().out
+    assert "| vector_add | fp32 | 5 |" in out and "| elu | fp32 | 5 |" in out
+    assert "after: P within 2 % for 2 of 2 tasks (100 %)" in out
+
+
 @pytest.mark.skipif(Path("/proc/sys/kernel/randomize_va_space").read_text().strip() == "0",
                     reason="address-space randomization is off on this machine")
 def test_no_aslr_gives_every_later_child_the_same_address_layout():

@@ -54,3 +54,16 @@ def test_a_linked_in_candidates_synchronize_reaches_the_wrapper(chain, shared_bu
                   cache_dir=shared_build_cache)
     assert built.ok and built.library is None, built.failure and built.failure.log
     assert "__wrap_cudaDeviceSynchronize" in calls_in(built.executable, "vector_add_optimized")
+
+
+@pytest.mark.parametrize("call", ["kw_sync_attach(0);", "__real_cudaDeviceSynchronize();",
+                                  "__wrap_cudaDeviceSynchronize();"])
+def test_a_candidate_that_reaches_for_the_wrapper_itself_is_refused(call, chain, shared_build_cache, tmp_path):
+    """Pointing the wrapper elsewhere or calling around it could only lengthen the candidate's own time, but the
+    harness's symbols are not the candidate's to call: the object check's import allow-list refuses them."""
+    source = (f'extern "C" {{ void kw_sync_attach(void*); int __real_cudaDeviceSynchronize(void); '
+              f'int __wrap_cudaDeviceSynchronize(void); }}\n{CANDIDATE.replace("cudaDeviceSynchronize();", call)}')
+    built = build(VECTOR_ADD, "fp32", chain, source, None, work_dir=tmp_path / "w", harness_dir=HARNESS_DIR,
+                  cache_dir=shared_build_cache)
+    assert not built.ok and built.refused, built
+    assert any(call.split("(")[0] in message for message in built.refused), built.refused

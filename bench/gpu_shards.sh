@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several bench/gpu_run.sh calls side by side on a multi-GPU host, one per GPU, in one device call.
 #
-#   bash bench/gpu_shards.sh [--out DIR] [--limit SECONDS] [--dry-run] SHARD...
+#   bash bench/gpu_shards.sh [--out DIR] [--bundle DIR] [--limit SECONDS] [--dry-run] SHARD...
 #
 # Each SHARD is the environment of one gpu_run.sh call, as shell assignments; STAGES names its stages. The
 # first shard runs on GPU 0 (CUDA_VISIBLE_DEVICES=0), the second on GPU 1, and so on; each GPU's lock is its
@@ -15,6 +15,9 @@
 #
 # The wheels of .whl/ are installed once, before the shards start. Shard k writes under DIR/gpu<k>/ and its
 # console to DIR/gpu<k>.txt; at the end DIR/shards.tgz holds them all (a device call returns few files).
+# --bundle DIR (the device call's $OUT) receives only two files: shards.tgz and summary.txt, each shard's test
+# outcomes (PASSED/FAILED lines, pytest's last line) and summary lines of its bench scripts, so the call's file
+# limit is never reached (2026-11-28: a call that wrote ten files lost its tarball).
 # --limit is each shard's gpu_run.sh --limit: the whole shard's time, all its stages together. Timings from
 # shards that share a host are not the single-GPU protocol of bench/repeatability.py (docs/benchmarks.md):
 # run that stage alone.
@@ -26,11 +29,13 @@ cd "$(dirname "$0")/.." || exit 2
 
 out=${OUT:-${TMPDIR:-/tmp}/kernelweb-gpu-shards}
 limit=""
+bundle=""
 dry_run=0
 shards=()
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=${2:?--out needs a folder}; shift 2 ;;
+    --bundle) bundle=${2:?--bundle needs a folder}; shift 2 ;;
     --limit) limit=${2:?--limit needs seconds}; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -78,4 +83,15 @@ for k in "${!pids[@]}"; do
 done
 tar czf "$out/shards.tgz" -C "$out" --exclude shards.tgz . 2>/dev/null
 for k in "${!shards[@]}"; do echo "== gpu$k: ${shards[$k]}"; tail -n 4 "$out/gpu$k.txt"; done
+if [ -n "$bundle" ]; then
+  mkdir -p "$bundle" && cp "$out/shards.tgz" "$bundle/"
+  for k in "${!shards[@]}"; do
+    echo "== gpu$k: ${shards[$k]}"
+    # A test's outcome, pytest's last line, the bench scripts' summary lines, a stage that failed.
+    find "$out/gpu$k" -type f \( -name '*.log' -o -name '*.txt' \) -print0 2>/dev/null | sort -z \
+      | xargs -0 -r grep -h -E '^(PASSED|FAILED|ERROR) |^=+ .*(passed|failed|error)|P repeat|within 2 %|CV of|^[A-Za-z0-9_.]+\.cu +[a-z_]+ +(fp32|bf16) ' \
+      2>/dev/null
+    grep -h 'stages that failed' "$out/gpu$k.txt" 2>/dev/null
+  done > "$bundle/summary.txt"
+fi
 exit $rc

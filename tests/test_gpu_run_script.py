@@ -113,6 +113,24 @@ def test_shards_run_side_by_side_and_their_output_comes_back_in_one_tarball(tmp_
     assert {"./gpu0/env.txt", "./gpu1/env.txt", "./gpu0.txt", "./gpu1.txt"} <= names
 
 
+def test_a_bundle_holds_only_the_tarball_and_a_summary_of_each_shard(tmp_path):
+    # The interpreter stands in for pytest: it prints what a GPU test run prints.
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'PASSED tests/a.py::test_one'\necho 'FAILED tests/a.py::test_two'\n"
+                    "echo '========= 1 failed, 1 passed in 2.00s ========='\nexit 1\n")
+    fake.chmod(0o755)
+    bundle = tmp_path / "bundle"
+    done = gpu_shards("--out", str(tmp_path / "out"), "--bundle", str(bundle), "STAGES=tests", "STAGES=tests",
+                      WHEELS=str(tmp_path / "no-wheels"), PYTHON=str(fake), KW_CUDA_EXTRA=str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr  # a test failed
+    assert sorted(p.name for p in bundle.iterdir()) == ["shards.tgz", "summary.txt"]
+    summary = (bundle / "summary.txt").read_text()
+    for k in (0, 1):
+        shard = summary.split(f"== gpu{k}: STAGES=tests\n")[1].split("== gpu")[0]
+        assert "PASSED tests/a.py::test_one" in shard and "FAILED tests/a.py::test_two" in shard
+        assert "1 failed, 1 passed" in shard and "stages that failed: tests" in shard
+
+
 def wheel(folder: Path, name: str, body: str) -> Path:
     """A one-module wheel, written by hand (the format is a zip with its metadata)."""
     import base64

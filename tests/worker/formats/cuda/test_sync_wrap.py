@@ -4,14 +4,13 @@ queued sample can close its segments there: real nvcc and objdump, the candidate
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from testing.gpu_candidates import LIBRARY
 from worker.formats.cuda.build import HARNESS_DIR, build
-from worker.formats.cuda.spec import load_spec
 
-VECTOR_ADD = load_spec(Path(__file__).parents[4] / "tasks" / "mskernelbench" / "vector_add" / "spec.toml")
+VECTOR_ADD = LIBRARY["vector_add"]
 CANDIDATE = """
 __global__ void add_kernel(const float* A, const float* B, float* C, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

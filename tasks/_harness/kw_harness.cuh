@@ -1781,10 +1781,12 @@ class Driver {
   //    the sample, and so are the host's launch latency and its wake-up from each synchronize (~10 us per call
   //    on an H200, varying by 10 % from one process to the next: docs/benchmarks.md).
   //  - queued (--queued 1): the spacer holds stream 0 while the host queues the start event, the calls and the
-  //    stop event, so the pair spans the GPU's work (and, for a call that synchronizes inside, the host's wake-up
-  //    from that). Stream 0 is the legacy default stream: the work of every blocking stream (cudaStreamCreate,
-  //    cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited for by the stop
-  //    event. The evaluator asks for it only where the object check found no other kind of stream.
+  //    stop event, so the pair spans the GPU's work. A call's own cudaDeviceSynchronize closes a segment
+  //    (kw_sync.h): the sample is the sum of its segments, without the host's time inside those synchronizes
+  //    (*closed_syncs counts them). Stream 0 is the legacy default stream: the work of every blocking stream
+  //    (cudaStreamCreate, cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited
+  //    for by the stop event and by each segment's end. The evaluator asks for it only where the object check
+  //    found no other kind of stream.
   template <class Launch>
   float sample(int launches, Launch launch, const std::string& what, long long spacer_ns, double* host_ms = nullptr,
                long long* closed_syncs = nullptr) {

@@ -2,6 +2,7 @@
 
     python bench/repeatability.py [--task softmax ...] [--precision fp32] [--iters 50] [--json out.json]
                                   [--resume earlier.json] [--after batched|queued|interleaved]
+                                  [--batch-below-ms MS]
 
 For every task (and precision) the baseline-only harness is built once; then, one process (or pair) after
 another on an otherwise idle GPU, its baseline is timed in `time` mode as if it were a candidate:
@@ -11,7 +12,8 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
   complexity, as the scoring does), then two more;
 - "after", twice, the protocol under test. `batched` (the default): the sizes whose reference call is under
   50 us timed in batches, the counts decided once from the reference (`--batch-fixed`), as the evaluator does
-  with `batch_below_ms` (docs/evaluation.md, "Batching short calls"). `queued`: the same batches, each sample's
+  with `batch_below_ms` (docs/evaluation.md, "Batching short calls"; `--batch-below-ms 0` times one call per
+  sample). `queued`: the same batches, each sample's
   calls queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch
   latency and its wake-up from a synchronize between calls are not timed. `interleaved`: a pair of processes timing
   at once and taking turns on the GPU, one as the candidate and one as the baseline, P from the pair's own two
@@ -104,6 +106,15 @@ def load_saved(path: str) -> list[dict]:
     return entries
 
 
+def after_flags(reference: dict, sizes: int, after: str, batch_below_ms: float) -> tuple[str, ...]:
+    """kwbench's flags for the "after" runs: the evaluator's batches, decided once from the reference's per-call
+    times (none with batch_below_ms 0), and queued samples for --after queued."""
+    ref = {i: TimingStats.from_dict(t) for i, t in reference.items() if i != "floor"}
+    batches = batches_for(ref, sizes, batch_below_ms)
+    fixed = ("--batch-fixed", ",".join(map(str, batches))) if any(b > 1 for b in batches) else ()
+    return fixed + (("--queued", "1") if after == "queued" else ())
+
+
 def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
     """One task's row (P repeat before and after) and its rows per size (call time, empty call, worse CV of each)."""
     ref = runs["reference"]
@@ -141,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--after", choices=("batched", "queued", "interleaved"), default="batched",
                         help="what the 'after' runs measure (default: batched)")
+    parser.add_argument("--batch-below-ms", type=float, default=BATCH_BELOW_MS,
+                        help=f"the after runs batch calls shorter than this (default {BATCH_BELOW_MS}, the "
+                             "evaluator's; 0: one call per sample)")
     parser.add_argument("--json", help="write every timing here")
     parser.add_argument("--resume", action="append", default=[],
                         help="an earlier --json: its tasks are kept (tables included), not timed again (repeatable: "
@@ -197,11 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                 for tag in ("reference", "before-1", "before-2")}
         if args.after == "interleaved":
             runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
-        elif runs["reference"] is not None:  # the evaluator's batches: decided once, from the per-call times
-            ref = {i: TimingStats.from_dict(t) for i, t in runs["reference"].items() if i != "floor"}
-            batches = batches_for(ref, len(spec.sizes), BATCH_BELOW_MS)
-            fixed = ("--batch-fixed", ",".join(map(str, batches))) if any(b > 1 for b in batches) else ()
-            fixed += ("--queued", "1") if args.after == "queued" else ()
+        elif runs["reference"] is not None:
+            fixed = after_flags(runs["reference"], len(spec.sizes), args.after, args.batch_below_ms)
             runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
                      for tag in ("after-1", "after-2")}
         runs["protocol"] = args.after

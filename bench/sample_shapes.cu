@@ -9,9 +9,9 @@
 //      synchronize, as MSKernelBench's do, under kwbench --queued 1)
 //   E  synchronized start, queued end: synchronize; start; launch; stop; wait for the stop event
 //   F  queued, closed at the call's own synchronize: spacer; start; launch; stop; cudaDeviceSynchronize; post;
-//      end; the time is (stop - start) + (end - post): D with the stop event recorded where the call synchronizes
-//      (the harness would wrap the call's cudaDeviceSynchronize), its wake-up left out and anything queued after
-//      it counted through post..end
+//      end; the time is (stop - start) + (end - post): D with the stop event recorded where the call synchronizes,
+//      its wake-up left out and anything queued after it counted through post..end (kwbench --queued 1 since the
+//      twelfth session: tasks/_harness/kw_sync.h)
 // D and E split A's host time in two: D keeps the wake-up from the synchronize and the stop's enqueue, E the launch
 // latency; whichever carries A's spread between processes is where it lives.
 //

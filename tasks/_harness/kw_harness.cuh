@@ -1797,11 +1797,7 @@ class Driver {
     }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
     // Queued: each synchronize of the calls closes a segment (kw_sync.h); the last runs to the stop event.
-    sync_.from = start_;
-    sync_.ms = 0;
-    sync_.closed = 0;
-    sync_.error = cudaSuccess;
-    sync_.open = queued;
+    sync_ = KwSyncClose{queued, start_, sync_.to};
     const auto t0 = std::chrono::steady_clock::now();
     for (int b = 0; b < launches; ++b) {
       launch(b);

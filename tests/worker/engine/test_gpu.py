@@ -104,21 +104,25 @@ def test_a_write_one_past_the_end_is_caught_by_the_guard_zone(gpu_chain, options
     assert ev.sizes[0].out_of_bounds and "past the end" in ev.reason
 
 
-# A deliberately slow vector_add (the sum recomputed 256 times: hundreds of microseconds at N = 2^18) launched on a
-# stream of each kind and left running when the entry returns. Whichever the stream, the sample must hold the kernel.
-VADD_SLOW_ON = """
-__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N) return;
+# A deliberately slow vector_add over [lo, hi) (the sum recomputed 256 times: hundreds of microseconds at
+# N = 2^18), for the tests below that place its work where a sample might miss it.
+VADD_SLOW_KERNEL = """
+__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int lo, int hi) {{
+    int i = lo + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= hi) return;
     float c = 0.0f;
     for (int r = 0; r < 256; ++r) c = A[i] + B[i] + c * 1e-30f;
     C[i] = c;
 }}
+"""
+# Launched on a stream of each kind and left running when the entry returns: whichever the stream, the sample must
+# hold the kernel.
+VADD_SLOW_ON = VADD_SLOW_KERNEL + """
 extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {{
     static cudaStream_t s = 0;
     static bool made = false;
     if (!made) {{ {make} made = true; }}
-    vector_add_kernel_optimized<<<(N + 255) / 256, 256, 0, s>>>(A, B, C, N);  // no synchronize on purpose
+    vector_add_kernel_optimized<<<(N + 255) / 256, 256, 0, s>>>(A, B, C, 0, N);  // no synchronize on purpose
 }}
 """
 STREAMS = {
@@ -144,16 +148,9 @@ def test_work_left_running_on_any_stream_is_inside_the_timed_sample(gpu_chain, o
     assert all(ms >= 0.7 * largest["default"] for ms in largest.values()), largest
 
 
-# The same slow vector_add, its work placed around the call's own synchronizes (queued samples close a segment at
-# each: tasks/_harness/kw_sync.h). Whatever the placement, the work must stay inside the sample.
-VADD_SLOW_AROUND_SYNC = """
-__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int lo, int hi) {{
-    int i = lo + blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= hi) return;
-    float c = 0.0f;
-    for (int r = 0; r < 256; ++r) c = A[i] + B[i] + c * 1e-30f;
-    C[i] = c;
-}}
+# Its work placed around the call's own synchronizes (queued samples close a segment at each:
+# tasks/_harness/kw_sync.h). Whatever the placement, the work must stay inside the sample.
+VADD_SLOW_AROUND_SYNC = VADD_SLOW_KERNEL + """
 static void part(const float* A, const float* B, float* C, int lo, int hi) {{
     if (hi > lo) vector_add_kernel_optimized<<<(hi - lo + 255) / 256, 256>>>(A, B, C, lo, hi);
 }}

@@ -394,7 +394,7 @@ def build(
         done = list(pool.map(lambda j: _run_job(j, timeout_s), jobs))
     results = {job.role: result for job, result in zip(jobs, done, strict=True)}
     baseline, candidate = results["baseline"], results.get("candidate")
-    harness = _with_runtime(_with_runtime(results["harness"], results.get("runtime")), results["sync"])
+    harness = _harness_side(results["harness"], results.get("runtime"), results["sync"])
     failed = [r for r in (baseline, harness, candidate) if r is not None and not r.ok]
     if failed:
         return BuildResult(
@@ -476,18 +476,17 @@ def build(
     )
 
 
-def _with_runtime(harness: CompileResult, runtime: CompileResult | None) -> CompileResult:
-    """The task's harness.o and the shared runtime's object reported as one step, the harness: both are the task's
-    side of the build, and a failure of either is a task/harness problem."""
-    if runtime is None:
-        return harness
+def _harness_side(harness: CompileResult, *others: CompileResult | None) -> CompileResult:
+    """The task's harness.o, the shared runtime's object and kw_sync.o reported as one step, the harness: all are
+    the task's side of the build, and a failure of any is a task/harness problem."""
+    parts = [harness, *(r for r in others if r is not None)]
     return replace(
         harness,
-        ok=harness.ok and runtime.ok,
-        command=f"{harness.command}\n{runtime.command}",
-        log="\n".join(r.log for r in (harness, runtime) if r.log.strip()),
-        cached=harness.cached and runtime.cached,
-        seconds=max(harness.seconds, runtime.seconds),  # compiled side by side
+        ok=all(r.ok for r in parts),
+        command="\n".join(r.command for r in parts),
+        log="\n".join(r.log for r in parts if r.log.strip()),
+        cached=all(r.cached for r in parts),
+        seconds=max(r.seconds for r in parts),  # compiled side by side
     )
 
 

@@ -2,7 +2,7 @@
 
     python bench/repeatability.py [--task softmax ...] [--precision fp32] [--iters 50] [--json out.json]
                                   [--resume earlier.json] [--after batched|queued|interleaved]
-                                  [--batch-below-ms MS]
+                                  [--batch-below-ms MS] [--skip-before]
 
 For every task (and precision) the baseline-only harness is built once; then, one process (or pair) after
 another on an otherwise idle GPU, its baseline is timed in `time` mode as if it were a candidate:
@@ -19,6 +19,9 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
   at once and taking turns on the GPU, one as the candidate and one as the baseline, P from the pair's own two
   sides (docs/evaluation.md, "Interleaved timing").
 
+--skip-before times only the reference and the two "after" runs (three processes per task instead of five): the
+"before" columns then read n/a.
+
 repeat = |P_1 / P_2 - 1| between the two runs of a protocol. Per size it prints the call's time, the CV (the
 worse of the protocol's runs, both sides of a pair) and the harness's empty call (a launch and a synchronize, the
 floor under every time). The goals (issue 17): P within 2 % for at least 95 % of the tasks; CV under 2 % wherever
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -53,6 +57,7 @@ from worker.formats.cuda.build import build, default_cache_dir  # noqa: E402
 from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
+NA = float("nan")  # a "before" figure of a --skip-before run
 
 
 def _timings(data: dict | None, tag: str, stderr: str) -> dict | None:
@@ -81,6 +86,10 @@ def time_pair(exe: str, spec, precision: str, work: Path, iters: int, tag: str) 
     sides = {"candidate": _timings(pair.candidate.data, tag, pair.candidate.result.stderr),
              "baseline": _timings(pair.reference.data, tag, pair.reference.result.stderr)}
     return sides if all(sides.values()) else None
+
+
+def pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x * 100:.2f}%"
 
 
 def p_of(spec, run: dict, ref: dict) -> float:
@@ -118,20 +127,20 @@ def after_flags(reference: dict, sizes: int, after: str, batch_below_ms: float) 
 def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
     """One task's row (P repeat before and after) and its rows per size (call time, empty call, worse CV of each)."""
     ref = runs["reference"]
-    solo = [runs["before-1"], runs["before-2"]]
+    solo = [runs[tag] for tag in ("before-1", "before-2") if tag in runs]  # none with --skip-before
     if runs.get("protocol") == "interleaved":
         after = abs(p_of_pair(spec, runs["after-1"]) / p_of_pair(spec, runs["after-2"]) - 1)
         paired = [r[side] for r in (runs["after-1"], runs["after-2"]) for side in ("candidate", "baseline")]
     else:
         after = abs(p_of(spec, runs["after-1"], ref) / p_of(spec, runs["after-2"], ref) - 1)
         paired = [runs["after-1"], runs["after-2"]]
-    repeat = {"before": abs(p_of(spec, runs["before-1"], ref) / p_of(spec, runs["before-2"], ref) - 1), "after": after}
+    repeat = {"before": abs(p_of(spec, solo[0], ref) / p_of(spec, solo[1], ref) - 1) if solo else NA, "after": after}
     floors = [r.get("floor") for r in solo + paired if r.get("floor")]
     sizes_rows = []
     for i, size in enumerate(spec.sizes):
         sizes_rows.append((spec.name, precision, ", ".join(f"{k}={v:g}" for k, v in size.items()),
                            ref[i]["mean_ms"] * 1000, (min(floors) * 1000) if floors else float("nan"),
-                           max(r[i]["cv"] for r in solo), max(r[i]["cv"] for r in paired)))
+                           max(r[i]["cv"] for r in solo) if solo else NA, max(r[i]["cv"] for r in paired)))
     return (spec.name, precision, repeat["before"], repeat["after"]), sizes_rows
 
 
@@ -155,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-below-ms", type=float, default=BATCH_BELOW_MS,
                         help=f"the after runs batch calls shorter than this (default {BATCH_BELOW_MS}, the "
                              "evaluator's; 0: one call per sample)")
+    parser.add_argument("--skip-before", action="store_true",
+                        help="time only the reference and the two after runs (the before columns read n/a)")
     parser.add_argument("--json", help="write every timing here")
     parser.add_argument("--resume", action="append", default=[],
                         help="an earlier --json: its tasks are kept (tables included), not timed again (repeatable: "
@@ -208,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         work = root / f"{spec.name}-{precision}"
         runs = {tag: time_once(exe, spec, precision, work, args.iters, tag)
-                for tag in ("reference", "before-1", "before-2")}
+                for tag in ("reference",) + (() if args.skip_before else ("before-1", "before-2"))}
         if args.after == "interleaved":
             runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
         elif runs["reference"] is not None:
@@ -223,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:  # after every task: a run cut short keeps what it timed
             Path(args.json).write_text(json.dumps(saved, indent=1))
         (_, _, before, after), _ = summarize(spec, precision, runs)
-        print(f"  {spec.name}[{precision}]: P repeat {before * 100:.2f} % -> {after * 100:.2f} %", flush=True)
+        print(f"  {spec.name}[{precision}]: P repeat {pct(before)} -> {pct(after)}", flush=True)
     print(f"timed {timed} tasks in {time.monotonic() - started:.0f} s; {len(saved)} in the tables below")
 
     rows, sizes_rows = [], []  # from every saved task, resumed and new
@@ -234,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| task | prec | size | call (us) | empty call (us) | CV before | CV after |")
     print("|---|---|---|---|---|---|---|")
     for name, prec, size, us, floor, before, after in sizes_rows:
-        print(f"| {name} | {prec} | {size} | {us:.1f} | {floor:.1f} | {before * 100:.2f}% | {after * 100:.2f}% |")
+        print(f"| {name} | {prec} | {size} | {us:.1f} | {floor:.1f} | {pct(before)} | {pct(after)} |")
     print("\n| task | prec | sizes | call (us) | P repeat before | P repeat after | "
           "sizes >= 10 us with CV >= 2 %, before | after |")
     print("|---|---|---|---|---|---|---|---|")
@@ -242,18 +253,23 @@ def main(argv: list[str] | None = None) -> int:
         mine = [r for r in sizes_rows if r[0] == name and r[1] == prec]
         long_calls = [r for r in mine if r[3] >= 10]
         calls = f"{min(r[3] for r in mine):.1f} - {max(r[3] for r in mine):.1f}"
-        counts = [f"{sum(1 for r in long_calls if r[col] >= 0.02)} of {len(long_calls)}" for col in (5, 6)]
-        print(f"| {name} | {prec} | {len(mine)} | {calls} | {before * 100:.2f}% | {after * 100:.2f}% | "
+        counts = [f"{sum(1 for r in long_calls if r[col] >= 0.02)} of {len(long_calls)}"
+                  if not any(math.isnan(r[col]) for r in long_calls) else "n/a" for col in (5, 6)]
+        print(f"| {name} | {prec} | {len(mine)} | {calls} | {pct(before)} | {pct(after)} | "
               f"{counts[0]} | {counts[1]} |")
     groups = sorted({r[1] for r in rows}, key=list(PRECISIONS).index)
     for group in groups + (["all"] if len(groups) > 1 else []):  # each precision, then both together
         these = [r for r in rows if group in ("all", r[1])]
         label = "" if len(groups) == 1 else f"{group} "
         for k, col in (("before", 2), ("after", 3)):
+            if any(math.isnan(r[col]) for r in these):
+                continue  # --skip-before
             within = sum(1 for r in these if r[col] <= 0.02)
             print(f"{label}{k}: P within 2 % for {within} of {len(these)} tasks ({within / len(these) * 100:.0f} %)")
         long_calls = [r for r in sizes_rows if r[3] >= 10 and group in ("all", r[1])]
         for k, col in (("before", 5), ("after", 6)):
+            if any(math.isnan(r[col]) for r in long_calls):
+                continue
             over = [r for r in long_calls if r[col] >= 0.02]
             print(f"{label}{k}: CV of 2 % or more at {len(over)} of {len(long_calls)} sizes whose call takes 10 us "
                   "or more")

@@ -86,3 +86,15 @@ def test_no_aslr_gives_every_later_child_the_same_address_layout():
     )
     out = subprocess.run([sys.executable, "-c", code, str(REPO)], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["3", "1"], out  # randomized stacks before, one and the same after
+
+
+def test_a_run_without_before_reads_n_a_there_and_summarizes_only_after(tmp_path, capsys):
+    """--skip-before times the reference and the two after runs only (three processes a task, not five)."""
+    runs = {"protocol": "queued", "reference": run(1.0), "after-1": run(1.0), "after-2": run(1.01, cv=0.03)}
+    path = tmp_path / "after-only.json"
+    path.write_text(json.dumps([{"task": "vector_add", "precision": "fp32", "runs": runs}]))
+    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| vector_add | fp32 | 5 | 100.0 - 100.0 | n/a | 1.00% | n/a | 5 of 5 |" in out
+    assert "| vector_add | fp32 | N=1024 | 100.0 | 10.0 | n/a | 3.00% |" in out
+    assert "after: P within 2 % for 1 of 1 tasks (100 %)" in out and "before: P within" not in out

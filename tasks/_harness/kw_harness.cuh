@@ -1229,6 +1229,7 @@ struct TimingSamples {
   int batch = 1;                           // launches per sample, on distinct buffer sets
   double spacer_us = 0;                    // queued timing: how long the spacer held stream 0 before a sample
   long long closed_syncs = 0;              // queued timing: the calls' synchronizes that closed a segment (kw_sync.h)
+  long long kept_allocs = 0;               // queued timing: the calls' allocations served from blocks they freed
   long long checked_calls = 0;             // timed calls whose output was compared with the baseline's
   double check_p = 0;                      // the share of unforced calls checked (1: every call)
   std::optional<long long> failed_call;    // the first timed call (0-based) whose output was wrong
@@ -1426,6 +1427,7 @@ class Report {
     j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
     j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us).key("closed_syncs").integer(t.closed_syncs);
+    j.key("kept_allocs").integer(t.kept_allocs);
     j.key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
     j.key("failed_call");
     t.failed_call ? j.integer(*t.failed_call) : j.null();
@@ -1680,14 +1682,26 @@ class Driver {
     std::optional<Turn> held(std::in_place, turns_);
     std::vector<std::unique_ptr<Case>> sets;
     sets.push_back(make_case(rec.index, seed));
+    // The size's kept blocks (kw_sync.h) go back to the driver when the size ends, whatever ends it.
+    struct CacheRelease {
+      KwAllocCache& c;
+      ~CacheRelease() { kw_sync_release(&c); }
+    } cache_release{cache_};
+    cache_.hits = 0;
     std::vector<double> warm, enqueue;  // each warm-up call's device time, and the host's time to queue it
     double warmed = 0;
+    long long warm_closed = 0;  // queued: synchronizes of the warm-up calls that closed a segment
     for (int w = 0; w < opt_.warmup || (warmed < opt_.warmup_ms && w < 1000); ++w) {
       enqueue.push_back(0);
-      warm.push_back(timed_warmup(*sets[0], &enqueue.back()));
+      warm.push_back(timed_warmup(*sets[0], &enqueue.back(), &warm_closed));
       warmed += warm.back();
     }
-    const int batch = opt_.batch_fixed.empty()
+    // Queued, a call that synchronizes inside is timed one per sample: in a batch every call after the first
+    // would be launched after the previous one's synchronize onto an idle GPU, its launch latency (the spread
+    // queued samples exist to avoid) inside its segment. Alone, it starts behind the spacer.
+    const bool synchronizes_inside = opt_.queued && warm_closed > 0;
+    const int batch = synchronizes_inside ? 1
+                      : opt_.batch_fixed.empty()
                           ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())
                           : fit_in_memory(opt_.batch_fixed[rec.index], sets[0]->device_bytes());
     // The spacer outlasts the host's queuing of a whole sample twice over (the warm-up median, measured behind the
@@ -1696,7 +1710,7 @@ class Driver {
     // points end in cudaDeviceSynchronize): a longer spacer cannot help it and only lengthens that wait, so it
     // keeps the shortest. A host slower than the spacer only adds its own time to a sample, never hides GPU work.
     const double enqueue_ms = enqueue.empty() ? 0.0 : median_of(enqueue);
-    const bool waits_inside = enqueue_ms * 1e6 >= double(kMinSpacerNs);
+    const bool waits_inside = synchronizes_inside || enqueue_ms * 1e6 >= double(kMinSpacerNs);
     const long long spacer_ns =
         waits_inside ? kMinSpacerNs : std::min(kMaxSpacerNs, kMinSpacerNs + (long long)(2e6 * enqueue_ms * batch));
     for (int b = 1; b < batch; ++b) sets.push_back(make_case(rec.index, seed + 0x9e3779b9ULL * uint64_t(b)));
@@ -1759,6 +1773,7 @@ class Driver {
       }
     }
     t.check_p = checked ? check_p : 0.0;
+    t.kept_allocs = cache_.hits;
     if (checked) rec.correct = true;
     rec.out_of_bounds = sets[0]->guard_violation();  // informational: correctness is the check mode's job
     rec.timing = std::move(t);
@@ -1766,11 +1781,12 @@ class Driver {
 
   // One warm-up call on fresh inputs (not checked): its device time decides the batch size, the host's time to
   // queue it the spacer's length.
-  double timed_warmup(Case& c, double* enqueue_ms) {
+  double timed_warmup(Case& c, double* enqueue_ms, long long* closed_syncs) {
     c.refresh(stream_seed(opt_.seed_base, "warm-up"));
     cuda_check(cudaDeviceSynchronize(), "fresh inputs before a warm-up call");
     report_.checkpoint(where_.first, where_.second, "warm-up call");
-    return sample(1, [&](int) { task_.launch(c, opt_.impl); }, "warm-up call", kMinSpacerNs, enqueue_ms);
+    return sample(1, [&](int) { task_.launch(c, opt_.impl); }, "warm-up call", kMinSpacerNs, enqueue_ms,
+                  closed_syncs);
   }
 
   // One sample: `launches` calls between the start and stop events (docs/evaluation.md, "Timing protocol"), queued
@@ -1797,7 +1813,7 @@ class Driver {
     }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
     // Queued: each synchronize of the calls closes a segment (kw_sync.h); the last runs to the stop event.
-    sync_ = KwSyncClose{queued, start_, sync_.to};
+    sync_ = KwSyncClose{queued, start_, sync_.to, 0, 0, cudaSuccess, &cache_};
     const auto t0 = std::chrono::steady_clock::now();
     for (int b = 0; b < launches; ++b) {
       launch(b);
@@ -1921,7 +1937,8 @@ class Driver {
   // Queued timing's spacer: at least 50 us (an H200's launch latency is about 5 us), at most 2 ms.
   static constexpr long long kMinSpacerNs = 50000, kMaxSpacerNs = 2000000;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  KwSyncClose sync_;  // a queued sample's segments (kw_sync.h)
+  KwSyncClose sync_;     // a queued sample's segments (kw_sync.h)
+  KwAllocCache cache_;  // the blocks a size's queued samples allocated (kw_sync.h)
   Turns turns_;
   std::optional<EvidenceWriter> writer_;
   std::optional<EvidenceReader> reader_;

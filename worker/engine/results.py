@@ -113,6 +113,7 @@ class TimingStats(_Serializable):
     host_mean_ms: float | None = None
     batch: int = 1  # launches per sample (C/CUDA batched timing); each sample is one call's share
     closed_syncs: int = 0  # C/CUDA queued timing: the calls' synchronizes that closed a segment (kw_sync.h)
+    kept_allocs: int = 0  # C/CUDA queued timing: the calls' cudaMalloc served from blocks they freed (kw_sync.h)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TimingStats:

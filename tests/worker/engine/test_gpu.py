@@ -164,18 +164,29 @@ AROUND_SYNC = {
     "synchronizes between halves": "part(A, B, C, 0, N / 2); cudaDeviceSynchronize(); part(A, B, C, N / 2, N); "
                                    "cudaDeviceSynchronize();",
     "leaves it running after a synchronize": "cudaDeviceSynchronize(); part(A, B, C, 0, N);",
+    # cudaFree waits for the device too: it closes a segment, and the block is kept for the next call.
+    "frees scratch while its work runs": "float* s = nullptr; cudaMalloc(&s, 64); part(A, B, C, 0, N); cudaFree(s);",
+    "works in scratch it allocates": "float* s = nullptr; cudaMalloc(&s, N * sizeof(float)); part(A, B, s, 0, N); "
+                                     "cudaMemcpyAsync(C, s, N * sizeof(float), cudaMemcpyDeviceToDevice); "
+                                     "cudaDeviceSynchronize(); cudaFree(s);",
 }
 
 
 def test_work_around_the_calls_own_synchronize_is_inside_the_queued_sample(gpu_chain, options):
-    """A queued sample leaves out only the host's wake-up inside the call's cudaDeviceSynchronize: work before it,
-    between two of them, after the last one (waited for another way, or left running) is all timed."""
+    """A queued sample leaves out only the host's wake-up inside the call's cudaDeviceSynchronize (or cudaFree):
+    work before it, between two of them, after the last one (waited for another way, or left running) is all timed,
+    and a call that allocates and frees scratch gets its block back from the harness's cache in the next call."""
     queued = dataclasses.replace(options, queued_timing=True)
     evs = {kind: evaluate(LIBRARY["vector_add"], "fp32", VADD_SLOW_AROUND_SYNC.format(body=body), None, queued,
                           chain=gpu_chain) for kind, body in AROUND_SYNC.items()}
     for kind, ev in evs.items():
         assert ev.verdict == Verdict.OK, f"{kind}: {ev.reason}"
     assert evs["then synchronizes"].sizes[-1].candidate.closed_syncs > 0  # the wrapper closed segments
+    for kind in ("frees scratch while its work runs", "works in scratch it allocates"):
+        timing = evs[kind].sizes[-1].candidate
+        assert timing.kept_allocs >= timing.samples and timing.closed_syncs > 0, (kind, timing)
+    # A call that synchronizes inside is timed one per sample, behind the spacer (no launch onto an idle GPU).
+    assert all(s.candidate.batch == 1 for ev in evs.values() for s in ev.sizes if s.candidate.closed_syncs), evs
     largest = {kind: ev.sizes[-1].candidate.median_ms for kind, ev in evs.items()}
     assert all(ms >= 0.7 * largest["then synchronizes"] for ms in largest.values()), largest
 

@@ -41,10 +41,11 @@ HARNESS_FLAGS = ("-O2", "-std=c++17")
 # precision and linked with every task's harness.o, which then compiles only the task's setup, launch and reference
 # (docs/evaluation.md, "Build and caching"). A harness folder without it (the tests' CPU stand-in) has none.
 RUNTIME_SOURCE = "kw_runtime.cu"
-# The cudaDeviceSynchronize wrapper that closes a queued sample's segments (tasks/_harness/kw_sync.h): always the
-# shipped one, linked into every executable and every candidate.so, whose links all wrap the symbol.
+# The wrappers that close a queued sample's segments at a call's synchronizes and keep the blocks its calls free
+# (tasks/_harness/kw_sync.h): always the shipped ones, linked into every executable and every candidate.so, whose
+# links all wrap these symbols.
 SYNC_SOURCE = "kw_sync.cu"
-WRAP_SYNC = ("-Xlinker", "--wrap=cudaDeviceSynchronize")
+WRAP_SYNC = ("-Xlinker", "--wrap=cudaDeviceSynchronize", "-Xlinker", "--wrap=cudaMalloc", "-Xlinker", "--wrap=cudaFree")
 COMPILE_TIMEOUT_S = 300.0
 _CACHE_FORMAT = "1"  # bump to invalidate every cached object after a change in how they are built
 

@@ -2,7 +2,7 @@
 
     python bench/repeatability.py [--task softmax ...] [--precision fp32] [--iters 50] [--json out.json]
                                   [--resume earlier.json] [--after batched|queued|interleaved]
-                                  [--batch-below-ms MS] [--skip-before]
+                                  [--batch-below-ms MS] [--skip-before] [--after-arg=--FLAG=VALUE ...]
 
 For every task (and precision) the baseline-only harness is built once; then, one process (or pair) after
 another on an otherwise idle GPU, its baseline is timed in `time` mode as if it were a candidate:
@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-below-ms", type=float, default=BATCH_BELOW_MS,
                         help=f"the after runs batch calls shorter than this (default {BATCH_BELOW_MS}, the "
                              "evaluator's; 0: one call per sample)")
+    parser.add_argument("--after-arg", action="append", default=[], metavar="ARG",
+                        help="one more kwbench argument of the after runs (repeatable; e.g. --after-arg=--tail-floor "
+                             "--after-arg=1)")
     parser.add_argument("--skip-before", action="store_true",
                         help="time only the reference and the two after runs (the before columns read n/a)")
     parser.add_argument("--json", help="write every timing here")
@@ -223,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.after == "interleaved":
             runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
         elif runs["reference"] is not None:
-            fixed = after_flags(runs["reference"], len(spec.sizes), args.after, args.batch_below_ms)
+            fixed = after_flags(runs["reference"], len(spec.sizes), args.after, args.batch_below_ms) + tuple(
+                args.after_arg)
             runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
                      for tag in ("after-1", "after-2")}
         runs["protocol"] = args.after

@@ -281,6 +281,9 @@ struct Options {
   // host queues the start event, the calls and the stop event, so the events span the GPU's work and not the
   // host's launch latency; the evaluator asks for it only where stream 0 orders all of the candidate's work.
   bool queued = false;
+  // time, queued (experimental, off): the tail segment after a call's last synchronize, less this process's floor
+  // for it (the tail of an empty call that synchronizes, measured before any candidate code is loaded).
+  bool tail_floor = false;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
@@ -434,6 +437,8 @@ inline Options parse_options(int argc, char** argv) {
       }
     } else if (flag == "--queued") {
       o.queued = parse_integer(flag, value, 0) != 0;
+    } else if (flag == "--tail-floor") {
+      o.tail_floor = parse_integer(flag, value, 0) != 0;
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -1230,6 +1235,8 @@ struct TimingSamples {
   double spacer_us = 0;                    // queued timing: how long the spacer held stream 0 before a sample
   long long closed_syncs = 0;              // queued timing: the calls' synchronizes that closed a segment (kw_sync.h)
   long long kept_allocs = 0;               // queued timing: the calls' allocations served from blocks they freed
+  std::vector<double> first_ms, tail_ms;   // queued timing: each sample's first segment and the one after its last
+                                           // synchronize (none when the calls close no segment)
   long long checked_calls = 0;             // timed calls whose output was compared with the baseline's
   double check_p = 0;                      // the share of unforced calls checked (1: every call)
   std::optional<long long> failed_call;    // the first timed call (0-based) whose output was wrong
@@ -1281,6 +1288,7 @@ class Report {
   // time: what a timed call of an empty kernel takes (launch, synchronize, the events around them): the
   // floor under every time this harness reports, median and CV over its samples.
   double empty_call_ms = -1, empty_call_cv = 0;
+  double empty_sync_tail_ms = -1;  // queued: the tail of an empty call that synchronizes (its median)
   std::vector<SizeRecord> sizes;
   std::optional<ErrorRecord> error;
 
@@ -1322,7 +1330,9 @@ class Report {
     }
     j.key("empty_call");
     if (empty_call_ms >= 0) {
-      j.open_object().key("median_ms").num(empty_call_ms).key("cv").num(empty_call_cv).close_object();
+      j.open_object().key("median_ms").num(empty_call_ms).key("cv").num(empty_call_cv);
+      if (empty_sync_tail_ms >= 0) j.key("sync_tail_median_ms").num(empty_sync_tail_ms);
+      j.close_object();
     } else {
       j.null();
     }
@@ -1428,6 +1438,9 @@ class Report {
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
     j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us).key("closed_syncs").integer(t.closed_syncs);
     j.key("kept_allocs").integer(t.kept_allocs);
+    if (!t.tail_ms.empty()) {
+      j.key("first_segment_median_ms").num(median_of(t.first_ms)).key("tail_median_ms").num(median_of(t.tail_ms));
+    }
     j.key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
     j.key("failed_call");
     t.failed_call ? j.integer(*t.failed_call) : j.null();
@@ -1567,6 +1580,16 @@ class Driver {
     for (double x : v) var += (x - mean) * (x - mean);
     report_.empty_call_ms = median_of(v);
     report_.empty_call_cv = mean > 0 ? std::sqrt(var / double(v.size() - 1)) / mean : 0.0;
+    if (!opt_.queued) return;
+    // The tail after a synchronize with nothing after it: the host's return and the stop event.
+    std::vector<double> tails;
+    for (int it = 0; it < 120; ++it) {
+      cuda_check(cudaDeviceSynchronize(), "synchronize before an empty call");
+      sample(1, [](int) { timed::empty_kernel<<<1, 32>>>(); cudaDeviceSynchronize(); }, "empty call", kMinSpacerNs);
+      if (it >= 20 && last_tail_ms_ >= 0) tails.push_back(last_tail_ms_);
+    }
+    if (!tails.empty()) report_.empty_sync_tail_ms = median_of(tails);
+    if (opt_.tail_floor) tail_floor_ms_ = std::max(0.0, report_.empty_sync_tail_ms);
   }
 
   std::unique_ptr<Case> make_case(size_t size_index, uint64_t seed) {
@@ -1754,6 +1777,10 @@ class Driver {
       const double call_ms = double(ms) / batch;
       t.device_ms.push_back(call_ms);
       t.host_ms.push_back(host_ms / batch);
+      if (last_tail_ms_ >= 0) {
+        t.first_ms.push_back(last_first_ms_);
+        t.tail_ms.push_back(last_tail_ms_);
+      }
       if (!checked) continue;
       for (size_t b = 0; b < sets.size(); ++b) {
         const long long call = (long long)it * batch + (long long)b;
@@ -1813,7 +1840,7 @@ class Driver {
     }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
     // Queued: each synchronize of the calls closes a segment (kw_sync.h); the last runs to the stop event.
-    sync_ = KwSyncClose{queued, start_, sync_.to, 0, 0, cudaSuccess, &cache_};
+    sync_ = KwSyncClose{queued, start_, sync_.to, 0, 0, -1, cudaSuccess, &cache_};
     const auto t0 = std::chrono::steady_clock::now();
     for (int b = 0; b < launches; ++b) {
       launch(b);
@@ -1832,7 +1859,10 @@ class Driver {
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, sync_.from, stop_), "cudaEventElapsedTime");
     if (closed_syncs) *closed_syncs += sync_.closed;
-    return float(sync_.ms) + ms;
+    last_first_ms_ = sync_.closed > 0 ? sync_.first_ms : -1;
+    last_tail_ms_ = sync_.closed > 0 ? ms : -1;
+    const double tail = sync_.closed > 0 ? std::max(0.0, double(ms) - tail_floor_ms_) : double(ms);
+    return float(sync_.ms + tail);
   }
 
   // Launches per sample: 1 for calls of batch_below_ms or longer; else enough for batch_target_ms, at most
@@ -1939,6 +1969,8 @@ class Driver {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   KwSyncClose sync_;     // a queued sample's segments (kw_sync.h)
   KwAllocCache cache_;  // the blocks a size's queued samples allocated (kw_sync.h)
+  double last_first_ms_ = -1, last_tail_ms_ = -1;  // the last sample's first and tail segments (-1: one segment)
+  double tail_floor_ms_ = 0;                       // --tail-floor: this process's tail of an empty syncing call
   Turns turns_;
   std::optional<EvidenceWriter> writer_;
   std::optional<EvidenceReader> reader_;

@@ -20,7 +20,10 @@ static cudaError_t close_segment(KwSyncClose* s) {
   const bool marked = keep(cudaEventRecord(s->to, 0));
   const cudaError_t done = __real_cudaDeviceSynchronize();
   float ms = 0;
-  if (keep(done) && marked && keep(cudaEventElapsedTime(&ms, s->from, s->to))) s->ms += ms;
+  if (keep(done) && marked && keep(cudaEventElapsedTime(&ms, s->from, s->to))) {
+    s->ms += ms;
+    if (s->closed == 0) s->first_ms = ms;
+  }
   keep(cudaEventRecord(s->from, 0));
   ++s->closed;
   return done;

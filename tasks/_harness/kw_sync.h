@@ -43,6 +43,7 @@ struct KwSyncClose {
   cudaEvent_t to = nullptr;    // a segment's end, recorded just before the call's synchronize
   double ms = 0;               // the closed segments' time
   int closed = 0;              // how many synchronizes (explicit or cudaFree's) closed a segment
+  double first_ms = -1;        // the first closed segment's time (a diagnostic: start to the first synchronize)
   cudaError_t error = cudaSuccess;  // the first failure of the synchronize or of a segment's events: the sample's
   KwAllocCache* cache = nullptr;    // the harness's, kept across the samples of a size
 };

@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the after runs batch calls shorter than this (default {BATCH_BELOW_MS}, the "
                              "evaluator's; 0: one call per sample)")
     parser.add_argument("--after-arg", action="append", default=[], metavar="ARG",
-                        help="one more kwbench argument of the after runs (repeatable; e.g. --after-arg=--tail-floor "
-                             "--after-arg=1)")
+                        help="one more kwbench argument of the after runs (repeatable; e.g. --after-arg=--max-batch "
+                             "--after-arg=8)")
     parser.add_argument("--skip-before", action="store_true",
                         help="time only the reference and the two after runs (the before columns read n/a)")
     parser.add_argument("--json", help="write every timing here")

@@ -281,9 +281,6 @@ struct Options {
   // host queues the start event, the calls and the stop event, so the events span the GPU's work and not the
   // host's launch latency; the evaluator asks for it only where stream 0 orders all of the candidate's work.
   bool queued = false;
-  // time, queued (experimental, off): the tail segment after a call's last synchronize, less this process's floor
-  // for it (the tail of an empty call that synchronizes, measured before any candidate code is loaded).
-  bool tail_floor = false;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
@@ -437,8 +434,7 @@ inline Options parse_options(int argc, char** argv) {
       }
     } else if (flag == "--queued") {
       o.queued = parse_integer(flag, value, 0) != 0;
-    } else if (flag == "--tail-floor") {
-      o.tail_floor = parse_integer(flag, value, 0) != 0;
+
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -1589,7 +1585,6 @@ class Driver {
       if (it >= 20 && last_tail_ms_ >= 0) tails.push_back(last_tail_ms_);
     }
     if (!tails.empty()) report_.empty_sync_tail_ms = median_of(tails);
-    if (opt_.tail_floor) tail_floor_ms_ = std::max(0.0, report_.empty_sync_tail_ms);
   }
 
   std::unique_ptr<Case> make_case(size_t size_index, uint64_t seed) {
@@ -1842,15 +1837,20 @@ class Driver {
     // Queued: each synchronize of the calls closes a segment (kw_sync.h); the last runs to the stop event.
     sync_ = KwSyncClose{queued, start_, sync_.to, 0, 0, -1, cudaSuccess, &cache_};
     const auto t0 = std::chrono::steady_clock::now();
+    cudaError_t stop_recorded = cudaSuccess;
     for (int b = 0; b < launches; ++b) {
       launch(b);
+      // Queued, the stop event goes in as soon as the last call returns: the harness's own error check is no
+      // part of the tail after the call's last synchronize (a launch error stays pending until it is read).
+      if (queued && b + 1 == launches) stop_recorded = cudaEventRecord(stop_, 0);
       const cudaError_t launched = cudaGetLastError();
       const cudaError_t sync = queued ? cudaSuccess : cudaDeviceSynchronize();
       cuda_check(launched, what + " (cudaGetLastError after the call)");
       cuda_check(sync, what + " (cudaDeviceSynchronize after the call)");
     }
     if (host_ms) *host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    cuda_check(cudaEventRecord(stop_, 0), "record stop event");
+    if (!queued) stop_recorded = cudaEventRecord(stop_, 0);
+    cuda_check(stop_recorded, "record stop event");
     const cudaError_t stopped = cudaEventSynchronize(stop_);
     sync_.open = false;
     if (queued) cuda_check(cudaDeviceSynchronize(), what + " (cudaDeviceSynchronize after the call)");
@@ -1861,8 +1861,7 @@ class Driver {
     if (closed_syncs) *closed_syncs += sync_.closed;
     last_first_ms_ = sync_.closed > 0 ? sync_.first_ms : -1;
     last_tail_ms_ = sync_.closed > 0 ? ms : -1;
-    const double tail = sync_.closed > 0 ? std::max(0.0, double(ms) - tail_floor_ms_) : double(ms);
-    return float(sync_.ms + tail);
+    return float(sync_.ms + ms);
   }
 
   // Launches per sample: 1 for calls of batch_below_ms or longer; else enough for batch_target_ms, at most
@@ -1970,7 +1969,6 @@ class Driver {
   KwSyncClose sync_;     // a queued sample's segments (kw_sync.h)
   KwAllocCache cache_;  // the blocks a size's queued samples allocated (kw_sync.h)
   double last_first_ms_ = -1, last_tail_ms_ = -1;  // the last sample's first and tail segments (-1: one segment)
-  double tail_floor_ms_ = 0;                       // --tail-floor: this process's tail of an empty syncing call
   Turns turns_;
   std::optional<EvidenceWriter> writer_;
   std::optional<EvidenceReader> reader_;

@@ -434,7 +434,6 @@ inline Options parse_options(int argc, char** argv) {
       }
     } else if (flag == "--queued") {
       o.queued = parse_integer(flag, value, 0) != 0;
-
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -1284,7 +1283,6 @@ class Report {
   // time: what a timed call of an empty kernel takes (launch, synchronize, the events around them): the
   // floor under every time this harness reports, median and CV over its samples.
   double empty_call_ms = -1, empty_call_cv = 0;
-  double empty_sync_tail_ms = -1;  // queued: the tail of an empty call that synchronizes (its median)
   std::vector<SizeRecord> sizes;
   std::optional<ErrorRecord> error;
 
@@ -1326,9 +1324,7 @@ class Report {
     }
     j.key("empty_call");
     if (empty_call_ms >= 0) {
-      j.open_object().key("median_ms").num(empty_call_ms).key("cv").num(empty_call_cv);
-      if (empty_sync_tail_ms >= 0) j.key("sync_tail_median_ms").num(empty_sync_tail_ms);
-      j.close_object();
+      j.open_object().key("median_ms").num(empty_call_ms).key("cv").num(empty_call_cv).close_object();
     } else {
       j.null();
     }
@@ -1576,15 +1572,6 @@ class Driver {
     for (double x : v) var += (x - mean) * (x - mean);
     report_.empty_call_ms = median_of(v);
     report_.empty_call_cv = mean > 0 ? std::sqrt(var / double(v.size() - 1)) / mean : 0.0;
-    if (!opt_.queued) return;
-    // The tail after a synchronize with nothing after it: the host's return and the stop event.
-    std::vector<double> tails;
-    for (int it = 0; it < 120; ++it) {
-      cuda_check(cudaDeviceSynchronize(), "synchronize before an empty call");
-      sample(1, [](int) { timed::empty_kernel<<<1, 32>>>(); cudaDeviceSynchronize(); }, "empty call", kMinSpacerNs);
-      if (it >= 20 && last_tail_ms_ >= 0) tails.push_back(last_tail_ms_);
-    }
-    if (!tails.empty()) report_.empty_sync_tail_ms = median_of(tails);
   }
 
   std::unique_ptr<Case> make_case(size_t size_index, uint64_t seed) {

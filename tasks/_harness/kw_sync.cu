@@ -34,6 +34,14 @@ extern "C" cudaError_t __wrap_cudaDeviceSynchronize(void) {
   return s != nullptr && s->open ? close_segment(s) : __real_cudaDeviceSynchronize();
 }
 
+// The cache's entry for `ptr`, or nullptr.
+static KwBlock* find_block(KwAllocCache* cache, const void* ptr) {
+  for (int i = 0; cache != nullptr && ptr != nullptr && i < cache->count; ++i) {
+    if (cache->blocks[i].ptr == ptr) return &cache->blocks[i];
+  }
+  return nullptr;
+}
+
 extern "C" void kw_sync_release(KwAllocCache* cache) {
   if (cache == nullptr) return;
   for (int i = 0; i < cache->count; ++i) {
@@ -64,7 +72,9 @@ extern "C" cudaError_t __wrap_cudaMalloc(void** ptr, size_t bytes) {
     e = __real_cudaMalloc(ptr, bytes);
     if (e == cudaSuccess && clean) cudaGetLastError();
   }
-  if (e == cudaSuccess && cache->count < KwAllocCache::kCapacity) cache->blocks[cache->count++] = KwBlock{*ptr, bytes, false};
+  if (e == cudaSuccess && cache->count < KwAllocCache::kCapacity) {
+    cache->blocks[cache->count++] = KwBlock{*ptr, bytes, false};
+  }
   return e;
 }
 
@@ -72,27 +82,14 @@ extern "C" cudaError_t __wrap_cudaFree(void* ptr) {
   KwSyncClose* s = g_state;
   if (s == nullptr || !s->open) {
     // A block of the cache freed outside a sample (a call that keeps memory between calls) goes to the driver.
-    if (s != nullptr && s->cache != nullptr && ptr != nullptr) {
-      KwAllocCache* cache = s->cache;
-      for (int i = 0; i < cache->count; ++i) {
-        if (cache->blocks[i].ptr == ptr) {
-          cache->blocks[i] = cache->blocks[--cache->count];
-          break;
-        }
-      }
-    }
+    if (KwBlock* b = s != nullptr ? find_block(s->cache, ptr) : nullptr) *b = s->cache->blocks[--s->cache->count];
     return __real_cudaFree(ptr);
   }
   const cudaError_t done = close_segment(s);  // cudaFree waits for the device: its wait is the synchronize's
-  KwAllocCache* cache = s->cache;
-  if (cache != nullptr && ptr != nullptr) {
-    for (int i = 0; i < cache->count; ++i) {
-      KwBlock& b = cache->blocks[i];
-      if (b.ptr != ptr) continue;
-      if (b.kept) return cudaErrorInvalidValue;  // freed twice: the driver would refuse it too
-      b.kept = true;
-      return done;
-    }
+  if (KwBlock* b = find_block(s->cache, ptr)) {
+    if (b->kept) return cudaErrorInvalidValue;  // freed twice: the driver would refuse it too
+    b->kept = true;
+    return done;
   }
   const cudaError_t freed = __real_cudaFree(ptr);
   return done != cudaSuccess ? done : freed;

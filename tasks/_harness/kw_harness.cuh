@@ -1232,6 +1232,8 @@ struct TimingSamples {
   long long kept_allocs = 0;               // queued timing: the calls' allocations served from blocks they freed
   std::vector<double> first_ms, tail_ms;   // queued timing: each sample's first segment and the one after its last
                                            // synchronize (none when the calls close no segment)
+  std::vector<double> gap_ms;              // queued timing: each sample's host time between its synchronizes and
+                                           // the work queued after them (kw_sync.h; none without a synchronize)
   long long checked_calls = 0;             // timed calls whose output was compared with the baseline's
   double check_p = 0;                      // the share of unforced calls checked (1: every call)
   std::optional<long long> failed_call;    // the first timed call (0-based) whose output was wrong
@@ -1432,6 +1434,7 @@ class Report {
     j.key("kept_allocs").integer(t.kept_allocs);
     if (!t.tail_ms.empty()) {
       j.key("first_segment_median_ms").num(median_of(t.first_ms)).key("tail_median_ms").num(median_of(t.tail_ms));
+      j.key("host_gap_median_ms").num(median_of(t.gap_ms));
     }
     j.key("checked_calls").integer(t.checked_calls).key("check_p").num(t.check_p);
     j.key("failed_call");
@@ -1468,6 +1471,7 @@ class Driver {
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (sync_.to) cudaEventDestroy(sync_.to);
+    if (stage_.base) cudaFreeHost(stage_.base);
   }
 
   void run() {
@@ -1551,6 +1555,15 @@ class Driver {
     cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
     cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
     cuda_check(cudaEventCreate(&sync_.to), "cudaEventCreate");
+    // Queued samples reopen behind a short spacer after a call's synchronize, and stage its small synchronous copies
+    // through pinned memory allocated here, before any candidate code runs (kw_sync.h).
+    sync_.spacer = [](long long ns) { timed::spacer_kernel<<<1, 1>>>(ns); };
+    sync_.spacer_ns = kReopenSpacerNs;
+    if (opt_.queued) {
+      cuda_check(cudaMallocHost(&stage_.base, kStageBytes), "allocate the pinned staging area");
+      stage_.bytes = kStageBytes;
+      sync_.stage = &stage_;
+    }
     kw_sync_attach(&sync_);
     if (report_.l2_flush_bytes > 0) {
       cuda_check(cudaMalloc(&flush_, size_t(report_.l2_flush_bytes)), "allocate the L2 flush buffer");
@@ -1762,6 +1775,7 @@ class Driver {
       if (last_tail_ms_ >= 0) {
         t.first_ms.push_back(last_first_ms_);
         t.tail_ms.push_back(last_tail_ms_);
+        t.gap_ms.push_back(sync_.host_ms);
       }
       if (!checked) continue;
       for (size_t b = 0; b < sets.size(); ++b) {
@@ -1807,8 +1821,8 @@ class Driver {
   //    on an H200, varying by 10 % from one process to the next: docs/benchmarks.md).
   //  - queued (--queued 1): the spacer holds stream 0 while the host queues the start event, the calls and the
   //    stop event, so the pair spans the GPU's work. A call's own cudaDeviceSynchronize closes a segment
-  //    (kw_sync.h): the sample is the sum of its segments, without the host's time inside those synchronizes
-  //    (*closed_syncs counts them). Stream 0 is the legacy default stream: the work of every blocking stream
+  //    (kw_sync.h): the sample is the sum of its segments and of the host's time between a synchronize and the
+  //    work queued after it, without the host's time inside those synchronizes (*closed_syncs counts them). Stream 0 is the legacy default stream: the work of every blocking stream
   //    (cudaStreamCreate, cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited
   //    for by the stop event and by each segment's end. The evaluator asks for it only where the object check
   //    found no other kind of stream.
@@ -1822,14 +1836,26 @@ class Driver {
     }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
     // Queued: each synchronize of the calls closes a segment (kw_sync.h); the last runs to the stop event.
-    sync_ = KwSyncClose{queued, start_, sync_.to, 0, 0, -1, cudaSuccess, &cache_};
+    sync_.open = queued;
+    sync_.from = start_;
+    sync_.ms = sync_.host_ms = 0;
+    sync_.closed = 0;
+    sync_.first_ms = -1;
+    sync_.error = cudaSuccess;
+    sync_.cache = &cache_;
+    sync_.idle = sync_.reopened = false;
+    stage_.used = 0;  // the harness synchronized before the sample: no copy from the area is in flight
     const auto t0 = std::chrono::steady_clock::now();
     cudaError_t stop_recorded = cudaSuccess;
+    long long returned_ns = 0;
     for (int b = 0; b < launches; ++b) {
       launch(b);
       // Queued, the stop event goes in as soon as the last call returns: the harness's own error check is no
       // part of the tail after the call's last synchronize (a launch error stays pending until it is read).
-      if (queued && b + 1 == launches) stop_recorded = cudaEventRecord(stop_, 0);
+      if (queued && b + 1 == launches) {
+        returned_ns = kw_now_ns();
+        stop_recorded = cudaEventRecord(stop_, 0);
+      }
       const cudaError_t launched = cudaGetLastError();
       const cudaError_t sync = queued ? cudaSuccess : cudaDeviceSynchronize();
       cuda_check(launched, what + " (cudaGetLastError after the call)");
@@ -1843,12 +1869,21 @@ class Driver {
     if (queued) cuda_check(cudaDeviceSynchronize(), what + " (cudaDeviceSynchronize after the call)");
     cuda_check(stopped, "wait for stop event");
     cuda_check(sync_.error, what + " (its cudaDeviceSynchronize, a queued sample's segment closed there)");
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, sync_.from, stop_), "cudaEventElapsedTime");
+    // The last segment: to the stop event; where the call queued nothing after its last synchronize, the GPU was
+    // idle since, and the call's host time to its return is the whole of it (kw_sync.h).
+    double tail = 0;
+    if (queued && sync_.idle) {
+      tail = (returned_ns - sync_.mark_ns) / 1e6;
+    } else {
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, sync_.from, stop_), "cudaEventElapsedTime");
+      tail = ms;
+      if (queued && sync_.reopened) tail = std::max(tail, (returned_ns - sync_.mark_ns) / 1e6);
+    }
     if (closed_syncs) *closed_syncs += sync_.closed;
     last_first_ms_ = sync_.closed > 0 ? sync_.first_ms : -1;
-    last_tail_ms_ = sync_.closed > 0 ? ms : -1;
-    return float(sync_.ms + ms);
+    last_tail_ms_ = sync_.closed > 0 ? tail : -1;
+    return float(sync_.ms + sync_.host_ms + tail);
   }
 
   // Launches per sample: 1 for calls of batch_below_ms or longer; else enough for batch_target_ms, at most
@@ -1952,9 +1987,13 @@ class Driver {
   void* flush_ = nullptr;
   // Queued timing's spacer: at least 50 us (an H200's launch latency is about 5 us), at most 2 ms.
   static constexpr long long kMinSpacerNs = 50000, kMaxSpacerNs = 2000000;
+  // The spacer behind which a call's work after its synchronize is queued (kw_sync.h): several launches' worth.
+  static constexpr long long kReopenSpacerNs = 20000;
+  static constexpr size_t kStageBytes = size_t(4) << 20;  // pinned staging for a call's small synchronous copies
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   KwSyncClose sync_;     // a queued sample's segments (kw_sync.h)
   KwAllocCache cache_;  // the blocks a size's queued samples allocated (kw_sync.h)
+  KwStage stage_;       // the pinned staging area of a queued run's synchronous copies (kw_sync.h)
   double last_first_ms_ = -1, last_tail_ms_ = -1;  // the last sample's first and tail segments (-1: one segment)
   Turns turns_;
   std::optional<EvidenceWriter> writer_;

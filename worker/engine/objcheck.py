@@ -283,6 +283,15 @@ def read_object(obj: Path | str) -> ObjectSymbols:
     return ObjectSymbols(tuple(undefined), tuple(defined), tuple(references), tuple(insns), demangle(set(names)))
 
 
+def read_imports(obj: Path | str) -> ObjectSymbols | None:
+    """An object's undefined symbols alone (for unordered_work), or None when it cannot be read."""
+    try:
+        text = _run(["nm", "-u", str(obj)])
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return ObjectSymbols(tuple(line.split()[-1] for line in text.splitlines() if line.strip()), (), (), ())
+
+
 @functools.lru_cache(maxsize=1)
 def system_library_names() -> frozenset[str]:
     """Names libc, libm, libstdc++ and libgcc_s export on this machine (a candidate may not define them)."""
@@ -444,17 +453,52 @@ def check_object(obj: Path | str, policy: ObjectPolicy, source: str = "") -> Obj
 # put work where stream 0 does not see it: a stream made with flags or a priority (cudaStreamNonBlocking), or a CUDA
 # library's calls, whose internal streams no listing of the candidate shows.
 _UNORDERED_STREAM_CALLS = ("cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority")
+# It also relies on seeing every way a call queues GPU work, waits for the device or allocates: every link wraps these
+# runtime calls (worker/formats/cuda/build.py, tasks/_harness/kw_sync.cu), so the sample knows when the GPU is idle
+# after a synchronize and when the call queues work again.
+QUEUED_WRAPPED = (
+    "cudaDeviceSynchronize", "cudaMalloc", "cudaFree", "__cudaLaunchKernel", "cudaLaunchKernel",
+    "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset", "cudaMemsetAsync",
+    "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync",
+    "cudaMemcpy2D", "cudaMemcpy2DAsync", "cudaMemset2D", "cudaMemset2DAsync",
+)
+# Runtime calls that queue no GPU work (queries, attributes, blocking streams, host memory, waits the sample need
+# not see): an object may import them and still be timed queued. Any other runtime call (graphs, host functions,
+# stream-ordered allocation, prefetches, per-thread-stream launches) makes the timing synchronized.
+_QUEUED_INERT = frozenset({
+    "cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorString", "cudaGetErrorName", "cudaGetDevice",
+    "cudaGetDeviceCount", "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
+    "cudaDeviceGetLimit", "cudaDeviceGetCacheConfig", "cudaDeviceGetStreamPriorityRange", "cudaFuncSetAttribute",
+    "cudaFuncGetAttributes", "cudaFuncSetCacheConfig", "cudaFuncSetSharedMemConfig", "cudaDeviceSetCacheConfig",
+    "cudaDeviceSetSharedMemConfig", "cudaMemGetInfo", "cudaPointerGetAttributes", "cudaStreamCreate",
+    "cudaStreamDestroy", "cudaStreamSynchronize", "cudaStreamQuery", "cudaMallocHost", "cudaFreeHost",
+    "cudaHostAlloc", "cudaHostGetDevicePointer", "cudaMallocPitch", "cudaGetSymbolAddress", "cudaGetSymbolSize",
+    "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaSetDevice", "cudaGetFuncBySymbol", "cudaChooseDevice",
+    "cudaThreadSynchronize",
+})
+_QUEUED_INERT_PREFIXES = ("cudaOccupancy",)
+_QUEUED_HELPERS = re.compile(r"^(__cudaRegister\w*|__cudaUnregisterFatBinary|__cudaPushCallConfiguration"
+                             r"|__cudaPopCallConfiguration|__cudaGetKernel|__cudaInitModule)$")
+
+
+def _unseen_by_queued(name: str) -> bool:
+    """A CUDA runtime import the queued sample's wrappers neither see nor may ignore."""
+    if not re.match(r"^(cuda[A-Z]|__cuda)", name):
+        return False  # not the runtime's (the object check refuses the driver API)
+    return not (name in QUEUED_WRAPPED or name in _QUEUED_INERT or name.startswith(_QUEUED_INERT_PREFIXES)
+                or _QUEUED_HELPERS.match(name))
 
 
 def unordered_work(symbols: ObjectSymbols | None, libraries: Iterable[str] = ()) -> tuple[str, ...]:
-    """What in a checked object can run work stream 0 does not order: the stream-making calls and library APIs it
-    imports (any one means the candidate is timed with a device-wide synchronize after every call). An object
-    that could not be read counts as such."""
+    """What in an object a queued sample cannot time: the stream-making calls and library APIs it imports (work
+    stream 0 does not order), and runtime calls that queue work no wrapper sees. Any one means the candidate is timed
+    with a device-wide synchronize after every call, its baseline too. An object that could not be read counts as
+    such."""
     if symbols is None:
         return ("an object the check could not read",)
     prefixes = tuple(p for lib in libraries for p in LIBRARY_PREFIXES.get(lib, ()))
     return tuple(n for n in symbols.undefined
-                 if n in _UNORDERED_STREAM_CALLS or (prefixes and n.startswith(prefixes)))
+                 if n in _UNORDERED_STREAM_CALLS or (prefixes and n.startswith(prefixes)) or _unseen_by_queued(n))
 
 
 def device_timer_reads(sass: str) -> tuple[str, ...]:

@@ -169,13 +169,29 @@ AROUND_SYNC = {
     "works in scratch it allocates": "float* s = nullptr; cudaMalloc(&s, N * sizeof(float)); part(A, B, s, 0, N); "
                                      "cudaMemcpyAsync(C, s, N * sizeof(float), cudaMemcpyDeviceToDevice); "
                                      "cudaDeviceSynchronize(); cudaFree(s);",
+    # Synchronous copies through pageable memory go through the harness's pinned staging area.
+    "copies through the host between halves": "part(A, B, C, 0, N / 2); cudaDeviceSynchronize(); "
+                                              "float* h = (float*)malloc(N / 2 * sizeof(float)); "
+                                              "cudaMemcpy(h, C, N / 2 * sizeof(float), cudaMemcpyDeviceToHost); "
+                                              "cudaMemcpy(C, h, N / 2 * sizeof(float), cudaMemcpyHostToDevice); "
+                                              "free(h); part(A, B, C, N / 2, N); cudaDeviceSynchronize();",
+    # The host's time between a synchronize and the next work is on the host's clock: it must count in full.
+    "computes half on the host": "part(A, B, C, 0, N / 2); cudaDeviceSynchronize(); const int h = N - N / 2; "
+                                 "float* a = (float*)malloc(3 * h * sizeof(float)); float* b = a + h; "
+                                 "float* c = b + h; "
+                                 "cudaMemcpy(a, A + N / 2, h * sizeof(float), cudaMemcpyDeviceToHost); "
+                                 "cudaMemcpy(b, B + N / 2, h * sizeof(float), cudaMemcpyDeviceToHost); "
+                                 "for (int i = 0; i < h; ++i) { float x = 0.0f; "
+                                 "for (int r = 0; r < 64; ++r) x = a[i] + b[i] + x * 1e-30f; c[i] = x; } "
+                                 "cudaMemcpy(C + N / 2, c, h * sizeof(float), cudaMemcpyHostToDevice); free(a);",
 }
 
 
 def test_work_around_the_calls_own_synchronize_is_inside_the_queued_sample(gpu_chain, options):
-    """A queued sample leaves out only the host's wake-up inside the call's cudaDeviceSynchronize (or cudaFree):
-    work before it, between two of them, after the last one (waited for another way, or left running) is all timed,
-    and a call that allocates and frees scratch gets its block back from the harness's cache in the next call."""
+    """A queued sample leaves out only the host's wake-up inside the call's cudaDeviceSynchronize (or cudaFree, or a
+    synchronous copy to the host) and a launch's way to an idle GPU: work before it, between two of them, after the
+    last one (waited for another way, or left running) is all timed, host work between them on the host's clock, and
+    a call that allocates and frees scratch gets its block back from the harness's cache in the next call."""
     queued = dataclasses.replace(options, queued_timing=True)
     evs = {kind: evaluate(LIBRARY["vector_add"], "fp32", VADD_SLOW_AROUND_SYNC.format(body=body), None, queued,
                           chain=gpu_chain) for kind, body in AROUND_SYNC.items()}
@@ -189,6 +205,8 @@ def test_work_around_the_calls_own_synchronize_is_inside_the_queued_sample(gpu_c
     assert all(s.candidate.batch == 1 for ev in evs.values() for s in ev.sizes if s.candidate.closed_syncs), evs
     largest = {kind: ev.sizes[-1].candidate.median_ms for kind, ev in evs.items()}
     assert all(ms >= 0.7 * largest["then synchronizes"] for ms in largest.values()), largest
+    # Half the work done by the host, one sequential loop: far slower than the GPU's half it replaces.
+    assert largest["computes half on the host"] >= 1.5 * largest["then synchronizes"], largest
 
 
 def test_baseline_evaluation_is_cached_and_profiled(gpu_chain, options):

@@ -293,6 +293,35 @@ def test_only_streams_the_default_stream_does_not_order_make_the_timing_synchron
     assert objcheck.unordered_work(symbols) == unordered
 
 
+# Queued samples also count on seeing every way a call queues work (objcheck.QUEUED_WRAPPED: kw_sync.cu's
+# wrappers): after a synchronize the host's clock runs until the call queues work again, so work queued any other way
+# would run untimed. Such calls make the timing synchronized; queries, blocking streams and host memory do not.
+HOST_FN = "static void CUDART_CB host_fn(void*) {}\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "unseen"),
+    [
+        ("    cudaLaunchHostFunc(0, host_fn, nullptr);\n", ("cudaLaunchHostFunc",)),
+        ("    void* p; cudaMallocAsync(&p, 64, 0); cudaFreeAsync(p, 0);\n", ("cudaFreeAsync", "cudaMallocAsync")),
+        ("    cudaGraph_t g; cudaGraphExec_t e; cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);\n"
+         "    k<<<1, 32>>>(Y, N); cudaStreamEndCapture(0, &g); cudaGraphInstantiate(&e, g, 0);\n"
+         "    cudaGraphLaunch(e, 0);\n",
+         ("cudaGraphInstantiate", "cudaGraphLaunch", "cudaStreamBeginCapture", "cudaStreamEndCapture")),
+        ("    float* h; cudaMallocHost(&h, 4); k<<<1, 32>>>(Y, N); cudaDeviceSynchronize();\n"
+         "    cudaMemcpy(h, Y, 4, cudaMemcpyDeviceToHost); cudaMemsetAsync(Y, 0, 4); int n = 0;\n"
+         "    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, 32, 0); cudaFreeHost(h);\n", ()),
+    ],
+    ids=["host-function", "stream-ordered-allocation", "graph", "wrapped-and-inert"],
+)
+def test_work_queued_where_no_wrapper_sees_it_makes_the_timing_synchronized(nvcc, tmp_path, body, unseen):
+    source = STREAM_KERNEL + HOST_FN + ENTRY + body + "}\n"
+    symbols = objcheck.read_object(compile_to_object(nvcc, tmp_path, source))
+    assert objcheck.unordered_work(symbols) == unseen
+    assert objcheck.unordered_work(objcheck.read_imports(tmp_path / "k.o")) == unseen
+    assert objcheck.read_imports(tmp_path / "missing.o") is None
+
+
 def test_a_library_call_or_an_unreadable_object_makes_the_timing_synchronized(nvcc, tmp_path):
     # cuBLAS's own declarations (its header is not part of every toolkit install)
     source = ('extern "C" int cublasCreate_v2(void**);\n'

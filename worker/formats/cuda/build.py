@@ -41,11 +41,11 @@ HARNESS_FLAGS = ("-O2", "-std=c++17")
 # precision and linked with every task's harness.o, which then compiles only the task's setup, launch and reference
 # (docs/evaluation.md, "Build and caching"). A harness folder without it (the tests' CPU stand-in) has none.
 RUNTIME_SOURCE = "kw_runtime.cu"
-# The wrappers that close a queued sample's segments at a call's synchronizes and keep the blocks its calls free
-# (tasks/_harness/kw_sync.h): always the shipped ones, linked into every executable and every candidate.so, whose
-# links all wrap these symbols.
+# The wrappers that close a queued sample's segments at a call's synchronizes, see the work it queues and keep the
+# blocks its calls free (tasks/_harness/kw_sync.h): always the shipped ones, linked into every executable and every
+# candidate.so, whose links all wrap these symbols.
 SYNC_SOURCE = "kw_sync.cu"
-WRAP_SYNC = ("-Xlinker", "--wrap=cudaDeviceSynchronize", "-Xlinker", "--wrap=cudaMalloc", "-Xlinker", "--wrap=cudaFree")
+WRAP_SYNC = tuple(a for name in objcheck.QUEUED_WRAPPED for a in ("-Xlinker", f"--wrap={name}"))
 COMPILE_TIMEOUT_S = 300.0
 _CACHE_FORMAT = "1"  # bump to invalidate every cached object after a change in how they are built
 
@@ -414,17 +414,24 @@ def build(
 
     checked: objcheck.ObjectReport | None = None
     unordered: tuple[str, ...] = ()
+    allowed = (*libraries, *spec.allowed_libraries)
     if candidate is not None and not trusted and not trusted_libraries:
-        allowed = (*libraries, *spec.allowed_libraries)
         checked = check_candidate_object(spec, precision, work, [j.output for j in jobs[1:fixed]],
                                          candidate_source or "", allowed)
-        unordered = objcheck.unordered_work(checked.symbols, allowed)
         if checked.note:
             notes.append(checked.note)
         if not checked.ok:
             return BuildResult(False, None, baseline, harness, candidate, None, flag_check,
                                time.monotonic() - start, libraries, arch, notes=tuple(notes),
                                refused=checked.messages())
+
+    # What a queued sample could not time, in the candidate's code or in the baseline's (timed alike): then both are
+    # timed synchronized (docs/evaluation.md, "Timing protocol").
+    if candidate is not None:
+        symbols = checked.symbols if checked is not None else objcheck.read_imports(work / "candidate" / "candidate.o")
+        unordered = objcheck.unordered_work(symbols, allowed)
+    baseline_imports = objcheck.read_imports(work / "baseline" / "baseline.o")
+    unordered = tuple(dict.fromkeys((*unordered, *objcheck.unordered_work(baseline_imports, allowed))))
 
     # The reference first: without the candidate, so its failure is the task's, whatever the candidate did.
     ref_link, ref_key = _link(nvcc, arch, common, jobs[:fixed], (), work, REFERENCE_EXECUTABLE, cache, timeout_s,
@@ -433,7 +440,7 @@ def build(
     if not ref_link.ok or candidate is None:
         return BuildResult(ref_link.ok, reference, baseline, harness, candidate, ref_link, flag_check,
                            time.monotonic() - start, libraries, arch, key=ref_key, notes=tuple(notes),
-                           candidate_at_fault=False, reference=reference,
+                           candidate_at_fault=False, reference=reference, unordered=unordered,
                            link_blame="" if ref_link.ok else link_failure(ref_link.log, None, "")[0])
     library: Path | None = None
     problem = ""  # why a late-loaded candidate's library could not be loaded, the task's or the worker's fault

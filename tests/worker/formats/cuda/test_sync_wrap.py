@@ -1,6 +1,6 @@
-"""Every build routes a call's cudaDeviceSynchronize, cudaMalloc and cudaFree through the harness's wrappers
-(tasks/_harness/kw_sync.h), so a queued sample can close its segments there and keep the blocks its calls free: real
-nvcc and objdump, the candidate loaded late and linked in."""
+"""Every build routes a call's synchronizes, allocations and every runtime call that queues GPU work through the
+harness's wrappers (tasks/_harness/kw_sync.h), so a queued sample can close its segments there, see when the call
+queues work again and keep the blocks its calls free: real nvcc and objdump, the candidate loaded late and linked in."""
 
 import re
 import shutil
@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from testing.gpu_candidates import LIBRARY
+from worker.engine.objcheck import QUEUED_WRAPPED
 from worker.formats.cuda.build import HARNESS_DIR, build
 
 VECTOR_ADD = LIBRARY["vector_add"]
@@ -22,10 +23,12 @@ extern "C" void vector_add_optimized(const float* A, const float* B, float* C, i
     cudaMalloc(&scratch, sizeof(float));  // the runtime header's template, which calls the C function
     add_kernel<<<(N + 255) / 256, 256>>>(A, B, C, N);
     cudaDeviceSynchronize();
+    float first = 0.0f;
+    cudaMemcpy(&first, C, sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemset(scratch, 0, sizeof(float));
     cudaFree(scratch);
 }
 """
-WRAPPED = ("cudaDeviceSynchronize", "cudaMalloc", "cudaFree")
 
 pytestmark = pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) is not installed")
 
@@ -52,9 +55,11 @@ def assert_only_the_wrappers_call_the_runtime(binary: str) -> None:
     """Every call of a wrapped function, the candidate's and the runtime header's template included, goes through
     its wrapper: only kw_sync.cu's own functions (the wrappers, the segment's close, the release of kept blocks)
     reach the real one (the static CUDA runtime's own internals aside)."""
-    kw_sync = re.compile(r"^(__wrap_cuda\w+|kw_sync_release|_ZL\d+close_segment\w*)$")
-    for name in WRAPPED:
-        callers = {c for c in callers_of(binary, name) if not c.startswith("libcudart_static")}
+    kw_sync = re.compile(r"^(__wrap_\w+|kw_sync_release|_ZL\d+(close_segment|queue_work|pageable)\w*)$")
+    for name in QUEUED_WRAPPED:
+        # The runtime's own: its static internals, and __cudaLaunchKernel (reached only through its wrapper).
+        callers = {c for c in callers_of(binary, name) if not c.startswith("libcudart_static")} - {
+            "__cudaLaunchKernel"}
         assert callers and all(kw_sync.match(c) for c in callers), (name, callers)
 
 
@@ -68,6 +73,10 @@ def test_a_late_loaded_candidates_synchronize_reaches_the_wrapper(chain, shared_
     exported = subprocess.run(["nm", "-D", "--defined-only", built.library], capture_output=True, text=True,
                               check=True).stdout
     assert re.search(r" T kw_sync_attach$", exported, re.M)  # the harness points it at its state after dlopen
+    # A wrapper for each runtime call the object check counts as seen by queued samples (objcheck.QUEUED_WRAPPED),
+    # and the launch of <<<>>> reaches one.
+    assert {f"__wrap_{n}" for n in QUEUED_WRAPPED} <= set(re.findall(r" T (__wrap_\w+)$", exported, re.M))
+    assert "__wrap___cudaLaunchKernel" in calls_in(built.library, "_Z10add_kernelPKfS0_Pfi")
     # kwbench's own objects and the baseline's entry (timed the same way) go through it too.
     assert "__wrap_cudaDeviceSynchronize" in calls_in(built.reference, "vector_add")
 

@@ -254,8 +254,9 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     if o.queued_timing and built.unordered:
         shown = first_of(built.unordered, 3)
         notes.append(f"timed with a device-wide synchronize after every call, not queued, the baseline too: the "
-                     f"candidate uses {shown}, which can run work the default stream does not order "
-                     "(docs/evaluation.md, \"Timing protocol\")")
+                     f"candidate or its baseline uses {shown}, which can run work a queued sample cannot time (work "
+                     "the default stream does not order, or queued where no wrapper sees it: docs/evaluation.md, "
+                     "\"Timing protocol\")")
     if compile_only:
         where = "" if ctx.chain.gpu else f"; no GPU is present ({ctx.chain.gpu_reason}), so nothing was run"
         return ctx.base(

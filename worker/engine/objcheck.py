@@ -458,7 +458,8 @@ _UNORDERED_STREAM_CALLS = ("cudaStreamCreateWithFlags", "cudaStreamCreateWithPri
 # after a synchronize and when the call queues work again.
 QUEUED_WRAPPED = (
     "cudaDeviceSynchronize", "cudaMalloc", "cudaFree", "__cudaLaunchKernel", "cudaLaunchKernel",
-    "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset", "cudaMemsetAsync",
+    "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
+    "cudaMemsetAsync",
     "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync",
     "cudaMemcpy2D", "cudaMemcpy2DAsync", "cudaMemset2D", "cudaMemset2DAsync",
 )

@@ -2,16 +2,18 @@
 
 import dataclasses
 import json
+import shutil
 import subprocess
 
 import pytest
 
-from tests.worker.conftest import candidate
+from tests.worker.conftest import CPU_TASKS, candidate
 from worker.engine import objcheck
 from worker.engine.harness import candidate_library
 from worker.engine.results import Evaluation, Verdict
 from worker.engine.timing import batches_for, timings_by_size
 from worker.formats.cuda.evaluation import evaluate, evaluate_baseline, validate
+from worker.formats.cuda.spec import load_spec
 
 
 def run(spec, chain, options, name, **kwargs):
@@ -99,6 +101,26 @@ def test_queued_timing_falls_back_to_synchronized_for_a_candidate_that_can_make_
     # The baseline's synchronized times are the first evaluation's, from the cache
     assert ev.baseline_cached and protocols(tmp_path / "synchronized") == {"synchronized"}
     assert any("synchronize after every call" in n and "cudaStreamCreateWithFlags" in n for n in ev.notes), ev.notes
+
+
+def test_a_baseline_that_queues_work_no_wrapper_sees_makes_the_timing_synchronized(cpu_chain, cpu_options,
+                                                                                    tmp_path):
+    """The baseline is timed as the candidate is: where its object queues work the queued sample's wrappers do not
+    see (here a host function, never queued: the stand-in runs on the CPU), both are timed synchronized."""
+    folder = tmp_path / "cpu" / "scale"
+    shutil.copytree(CPU_TASKS / "cpu" / "scale", folder)
+    (folder / "scale.cu").write_text(
+        "#include <cuda_runtime.h>\nstatic void CUDART_CB nothing(void*) {}\n"
+        'extern "C" void scale(const float* X, float* Y, int N) {\n'
+        "    if (N < 0) cudaLaunchHostFunc(0, nothing, nullptr);\n"
+        "    for (int i = 0; i < N; ++i) Y[i] = 2.0f * X[i];\n}\n")
+    spec = load_spec(folder / "spec.toml")
+    options = dataclasses.replace(cpu_options, queued_timing=True)
+    ev = evaluate(spec, "fp32", candidate("scale_good.cu"), None, options, chain=cpu_chain, work_dir=tmp_path / "w")
+    assert ev.verdict == Verdict.OK, ev.reason
+    runs = [tmp_path / "w" / "candidate" / "time-candidate.json", tmp_path / "w" / "reference" / "time-baseline.json"]
+    assert {json.loads(p.read_text())["config"]["protocol"] for p in runs} == {"synchronized"}
+    assert any("synchronize after every call" in n and "cudaLaunchHostFunc" in n for n in ev.notes), ev.notes
 
 
 def test_baseline_times_are_reused_from_the_cache(scale_spec, cpu_chain, cpu_options):

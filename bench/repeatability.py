@@ -16,9 +16,9 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
   sample). `queued`: the same batches, each sample's
   calls queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch
   latency and its wake-up from a synchronize between calls are not timed (a baseline whose object queues work the
-  queued sample's wrappers cannot see is timed synchronized instead, as the evaluator does, and the run says so). `interleaved`: a pair of processes timing
-  at once and taking turns on the GPU, one as the candidate and one as the baseline, P from the pair's own two
-  sides (docs/evaluation.md, "Interleaved timing").
+  queued sample's wrappers cannot see is timed synchronized instead, as the evaluator does, and the run says so).
+  `interleaved`: a pair of processes timing at once and taking turns on the GPU, one as the candidate and one as
+  the baseline, P from the pair's own two sides (docs/evaluation.md, "Interleaved timing").
 
 --skip-before times only the reference and the two "after" runs (three processes per task instead of five): the
 "before" columns then read n/a.

@@ -75,13 +75,15 @@ static cudaError_t close_segment(KwSyncClose* s) {
 }
 
 // Every wrapped call that queues GPU work comes here first. After a synchronize the host's gap ends now, and the
-// next segment starts behind a short spacer, so a launch's way to an idle GPU is not in it.
-static void queue_work() {
+// next segment starts behind a short spacer, so a launch's way to an idle GPU is not in it. A copy to or from host
+// memory may make the host wait for the GPU (`spaced` false): it would wait for the spacer too, so its segment starts
+// without one.
+static void queue_work(bool spaced = true) {
   KwSyncClose* s = open_sample();
   if (s == nullptr || !s->idle) return;
   s->host_ms += (kw_now_ns() - s->mark_ns) / 1e6;
   s->idle = false;  // first: the spacer's own launch passes through the launch wrapper
-  if (s->spacer != nullptr) s->spacer(s->spacer_ns);
+  if (spaced && s->spacer != nullptr) s->spacer(s->spacer_ns);
   keep(s, cudaEventRecord(s->from, 0));
   s->reopened = true;
   s->mark_ns = kw_now_ns();
@@ -181,48 +183,59 @@ extern "C" cudaError_t __wrap_cudaLaunchKernelExC(const cudaLaunchConfig_t* conf
   return __real_cudaLaunchKernelExC(config, func, args);
 }
 
-// Host memory the driver would stage through its own buffer (not pinned, not the device's, not managed).
-static bool pageable(const void* ptr) {
+// Host memory, pageable or pinned (not the device's, not managed): what a synchronous copy may stage.
+static bool host_memory(const void* ptr) {
   cudaPointerAttributes a;
   const bool clean = cudaPeekAtLastError() == cudaSuccess;
   if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
     if (clean) cudaGetLastError();  // a refusal to describe the pointer is no error of the call's
     return false;
   }
-  return a.type == cudaMemoryTypeUnregistered;
+  return a.type == cudaMemoryTypeUnregistered || a.type == cudaMemoryTypeHost;
 }
 
-// A synchronous copy between pageable memory and the device, through the staging area (kw_sync.h): to the device
-// the host copies into the area and the GPU from it, queued on stream 0 (the runtime's copy also returns before
-// its transfer has ended); to the host the GPU copies into the area, the segment closes when the copy has landed
-// and the host copies out of the area on its clock. Anything else, or a copy larger than the area has free, goes
-// to the runtime unchanged.
+// Whether a copy's segment may start behind the spacer: only one between device buffers never makes the host wait.
+static bool spaced_for(cudaMemcpyKind kind) { return kind == cudaMemcpyDeviceToDevice; }
+
+// A synchronous copy between host memory and the device, through the staging area (kw_sync.h): to the device the
+// host copies into the area and the GPU from it, queued on stream 0 (the runtime's copy of pageable memory also
+// returns before its transfer has ended); to the host the GPU copies into the area, the segment closes when the copy
+// has landed and the host copies out of the area on its clock. A copy larger than the area has free goes to the
+// runtime unchanged, its segment without the spacer it would wait for.
 extern "C" cudaError_t __wrap_cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   KwSyncClose* s = open_sample();
   if (s == nullptr) return __real_cudaMemcpy(dst, src, count, kind);
-  queue_work();
   KwStage* st = s->stage;
-  if (st != nullptr && count > 0 && kind == cudaMemcpyDeviceToHost && count <= st->bytes && pageable(dst)) {
+  const bool to_host = st != nullptr && count > 0 && kind == cudaMemcpyDeviceToHost && count <= st->bytes;
+  const bool to_device =
+      st != nullptr && count > 0 && kind == cudaMemcpyHostToDevice && count <= st->bytes - st->used;
+  if (!to_host && !to_device) {
+    queue_work(spaced_for(kind));
+    return __real_cudaMemcpy(dst, src, count, kind);
+  }
+  queue_work();
+  if (to_host && host_memory(dst)) {
     const cudaError_t queued = __real_cudaMemcpyAsync(st->base, src, count, kind, 0);
     if (queued != cudaSuccess) return queued;
     const cudaError_t done = close_segment(s);
     if (done == cudaSuccess) memcpy(dst, st->base, count);
     return done;
   }
-  if (st != nullptr && count > 0 && kind == cudaMemcpyHostToDevice && count <= st->bytes - st->used &&
-      pageable(src)) {
+  if (to_device && host_memory(src)) {
     char* slot = st->base + st->used;
     memcpy(slot, src, count);
     const cudaError_t queued = __real_cudaMemcpyAsync(dst, slot, count, kind, 0);
     if (queued == cudaSuccess) st->used += (count + 255) & ~size_t(255);
     return queued;
   }
+  // Managed memory named as host memory: the runtime's copy, which may wait behind the spacer (an over-count of at
+  // most the spacer, never an under-count).
   return __real_cudaMemcpy(dst, src, count, kind);
 }
 
 extern "C" cudaError_t __wrap_cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                                               cudaStream_t stream) {
-  queue_work();
+  queue_work(spaced_for(kind));
   return __real_cudaMemcpyAsync(dst, src, count, kind, stream);
 }
 
@@ -238,38 +251,38 @@ extern "C" cudaError_t __wrap_cudaMemsetAsync(void* dst, int value, size_t count
 
 extern "C" cudaError_t __wrap_cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
                                                  cudaMemcpyKind kind) {
-  queue_work();
+  queue_work(spaced_for(kind));
   return __real_cudaMemcpyToSymbol(symbol, src, count, offset, kind);
 }
 
 extern "C" cudaError_t __wrap_cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                                    cudaMemcpyKind kind) {
-  queue_work();
+  queue_work(spaced_for(kind));
   return __real_cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
 }
 
 extern "C" cudaError_t __wrap_cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
                                                       size_t offset, cudaMemcpyKind kind, cudaStream_t stream) {
-  queue_work();
+  queue_work(spaced_for(kind));
   return __real_cudaMemcpyToSymbolAsync(symbol, src, count, offset, kind, stream);
 }
 
 extern "C" cudaError_t __wrap_cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
                                                         cudaMemcpyKind kind, cudaStream_t stream) {
-  queue_work();
+  queue_work(spaced_for(kind));
   return __real_cudaMemcpyFromSymbolAsync(dst, symbol, count, offset, kind, stream);
 }
 
 extern "C" cudaError_t __wrap_cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                            size_t height, cudaMemcpyKind kind) {
-  queue_work();
+  queue_work(spaced_for(kind));
   return __real_cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
 }
 
 extern "C" cudaError_t __wrap_cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                                                 size_t width, size_t height, cudaMemcpyKind kind,
                                                 cudaStream_t stream) {
-  queue_work();
+  queue_work(spaced_for(kind));
   return __real_cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream);
 }
 

@@ -17,9 +17,12 @@
 //    This holds only for a call whose every way to queue work is wrapped: the evaluator asks for queued samples
 //    only where the object check found no other (objcheck.unordered_work), and streams that stream 0 does not
 //    order make the run synchronized too. cudaFree synchronizes the device, so it closes a segment the same way.
-//  - a synchronous cudaMemcpy between pageable host memory and the device goes through a pinned staging area, as
-//    the driver's own does: the copy is on the GPU's timeline (a copy to the host closes a segment when it has
-//    landed), the host's part of it on the host's clock, and the host's wake-up is left out as for a synchronize.
+//  - a synchronous cudaMemcpy between host memory and the device goes through a pinned staging area, as the
+//    driver's own does for pageable memory: the copy is on the GPU's timeline (a copy to the host closes a segment
+//    when it has landed), the host's part of it on the host's clock, and the host's wake-up is left out as for a
+//    synchronize. Any other copy to or from host memory may make the host wait for the GPU, so the segment it opens
+//    starts without the spacer (the host would wait for that too). A wait no wrapper knows of (cudaStreamSynchronize)
+//    inside a segment opened behind the spacer waits for the rest of it: at most 20 us more, never less.
 //  - cudaFree of a block the calls allocated keeps the block for the next cudaMalloc of the same size, as PyTorch's
 //    caching allocator does under KernelBench's timing: the driver's mapping and unmapping of pages, whose cost
 //    moved by up to 20 % between processes, leaves the calls; what the calls do with their memory stays in them.

@@ -55,7 +55,7 @@ def assert_only_the_wrappers_call_the_runtime(binary: str) -> None:
     """Every call of a wrapped function, the candidate's and the runtime header's template included, goes through
     its wrapper: only kw_sync.cu's own functions (the wrappers, the segment's close, the release of kept blocks)
     reach the real one (the static CUDA runtime's own internals aside)."""
-    kw_sync = re.compile(r"^(__wrap_\w+|kw_sync_release|_ZL\d+(close_segment|queue_work|pageable)[\w.]*)$")
+    kw_sync = re.compile(r"^(__wrap_\w+|kw_sync_release|_ZL\d+(close_segment|queue_work|host_memory)[\w.]*)$")
     for name in QUEUED_WRAPPED:
         # The runtime's own: its static internals, and __cudaLaunchKernel (reached only through its wrapper).
         callers = {c for c in callers_of(binary, name) if not c.startswith("libcudart_static")} - {

@@ -1828,9 +1828,10 @@ class Driver {
   //  - queued (--queued 1): the spacer holds stream 0 while the host queues the start event, the calls and the
   //    stop event, so the pair spans the GPU's work. A call's own cudaDeviceSynchronize closes a segment
   //    (kw_sync.h): the sample is the sum of its segments and of the host's time between a synchronize and the
-  //    work queued after it, without the host's time inside those synchronizes (*closed_syncs counts them). Stream 0 is the legacy default stream: the work of every blocking stream
-  //    (cudaStreamCreate, cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited
-  //    for by the stop event and by each segment's end. The evaluator asks for it only where the object check
+  //    work queued after it, without the host's time inside those synchronizes (*closed_syncs counts them).
+  //    Stream 0 is the legacy default stream: the work of every blocking stream (cudaStreamCreate,
+  //    cudaStreamPerThread, a library's handle on stream 0) waits for the spacer and is waited for by the stop
+  //    event and by each segment's end. The evaluator asks for it only where the object check
   //    found no other kind of stream.
   template <class Launch>
   float sample(int launches, Launch launch, const std::string& what, long long spacer_ns, double* host_ms = nullptr,

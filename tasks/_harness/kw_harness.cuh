@@ -1558,6 +1558,7 @@ class Driver {
     cuda_check(cudaEventCreate(&sync_.to), "cudaEventCreate");
     // Queued samples reopen behind a short spacer after a call's synchronize, and stage its small synchronous copies
     // through pinned memory allocated here, before any candidate code runs (kw_sync.h).
+    sync_.cache = &cache_;
     sync_.spacer = [](long long ns) { timed::spacer_kernel<<<1, 1>>>(ns); };
     sync_.spacer_ns = kReopenSpacerNs;
     if (opt_.queued) {
@@ -1843,16 +1844,7 @@ class Driver {
     }
     cuda_check(cudaEventRecord(start_, 0), "record start event");
     // Queued: each synchronize of the calls closes a segment (kw_sync.h); the last runs to the stop event.
-    sync_.open = queued;
-    sync_.from = start_;
-    sync_.ms = sync_.host_ms = 0;
-    sync_.closed = 0;
-    sync_.first_ms = -1;
-    sync_.error = cudaSuccess;
-    sync_.cache = &cache_;
-    sync_.idle = sync_.reopened = false;
-    sync_.last_wait = cudaSuccess;
-    stage_.used = 0;  // the harness synchronized before the sample: no copy from the area is in flight
+    sync_.begin_sample(queued, start_);
     const auto t0 = std::chrono::steady_clock::now();
     cudaError_t stop_recorded = cudaSuccess;
     long long returned_ns = 0;

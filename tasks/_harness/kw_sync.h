@@ -76,6 +76,19 @@ struct KwSyncClose {
   void (*spacer)(long long ns) = nullptr;  // the harness's: queues its spacer kernel on stream 0
   long long spacer_ns = 0;                 // the reopening spacer's length
   KwStage* stage = nullptr;                // the harness's staging area, or none
+
+  // A new sample's state (the events, the cache, the spacer and the staging area stay): the harness synchronized
+  // before it, so no copy from the staging area is in flight.
+  void begin_sample(bool queued, cudaEvent_t start) {
+    open = queued;
+    from = start;
+    ms = host_ms = 0;
+    closed = 0;
+    first_ms = -1;
+    error = last_wait = cudaSuccess;
+    idle = reopened = false;
+    if (stage != nullptr) stage->used = 0;
+  }
 };
 
 // The host's clock of the segments' host parts (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux).

@@ -459,9 +459,8 @@ _UNORDERED_STREAM_CALLS = ("cudaStreamCreateWithFlags", "cudaStreamCreateWithPri
 QUEUED_WRAPPED = (
     "cudaDeviceSynchronize", "cudaMalloc", "cudaFree", "__cudaLaunchKernel", "cudaLaunchKernel",
     "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
-    "cudaMemsetAsync",
-    "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync",
-    "cudaMemcpy2D", "cudaMemcpy2DAsync", "cudaMemset2D", "cudaMemset2DAsync",
+    "cudaMemsetAsync", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbolAsync",
+    "cudaMemcpyFromSymbolAsync", "cudaMemcpy2D", "cudaMemcpy2DAsync", "cudaMemset2D", "cudaMemset2DAsync",
 )
 # Runtime calls that queue no GPU work (queries, attributes, blocking streams, host memory, waits the sample need
 # not see): an object may import them and still be timed queued. Any other runtime call (graphs, host functions,
@@ -478,16 +477,16 @@ _QUEUED_INERT = frozenset({
     "cudaThreadSynchronize",
 })
 _QUEUED_INERT_PREFIXES = ("cudaOccupancy",)
-_QUEUED_HELPERS = re.compile(r"^(__cudaRegister\w*|__cudaUnregisterFatBinary|__cudaPushCallConfiguration"
-                             r"|__cudaPopCallConfiguration|__cudaGetKernel|__cudaInitModule)$")
 
 
 def _unseen_by_queued(name: str) -> bool:
     """A CUDA runtime import the queued sample's wrappers neither see nor may ignore."""
     if not re.match(r"^(cuda[A-Z]|__cuda)", name):
         return False  # not the runtime's (the object check refuses the driver API)
-    return not (name in QUEUED_WRAPPED or name in _QUEUED_INERT or name.startswith(_QUEUED_INERT_PREFIXES)
-                or _QUEUED_HELPERS.match(name))
+    if name in QUEUED_WRAPPED or name in _QUEUED_INERT or name.startswith(_QUEUED_INERT_PREFIXES):
+        return False
+    # nvcc's registration stubs queue nothing; its other launch entries (per-thread stream, legacy) no wrapper sees.
+    return not (_NVCC_HELPERS.match(name) and not name.startswith("__cudaLaunch"))
 
 
 def unordered_work(symbols: ObjectSymbols | None, libraries: Iterable[str] = ()) -> tuple[str, ...]:

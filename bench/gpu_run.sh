@@ -47,7 +47,7 @@ cd "$(dirname "$0")/.." || exit 2
 
 STAGES=(env tests tests-formats library-compile library-validate library-time-fp32 library-time-bf16
         library-census-fp32 library-census-bf16 library-all eval-baselines build-cache candidates
-        repeatability agreement pipeline-demo pipeline-demo-formats sharing fullstack formats experiment)
+        host-speed repeatability agreement pipeline-demo pipeline-demo-formats sharing fullstack formats experiment)
 
 describe() {
   case $1 in
@@ -62,6 +62,7 @@ describe() {
     eval-baselines) echo "bench/eval_baselines.py --profile filtered over the baselines, then Otsu thresholds over their profiles" ;;
     build-cache) echo "two passes over vector_add and softmax: the second must reuse the build cache" ;;
     candidates) echo "bench/gpu_candidates.py: P and speedups of the hand-written faster candidates" ;;
+    host-speed) echo "bench/host_speed.py --per-cpu: how far the host's own speed moves between processes (run it before repeatability)" ;;
     repeatability) echo "bench/repeatability.py: every baseline timed alone three times and interleaved in two pairs, P repeat and CV per size (an otherwise idle GPU)" ;;
     agreement) echo "bench/agreement.py: MSKernelBench's published kernels through their harness and ours (MSKB_CHECKOUT, GPUS)" ;;
     pipeline-demo) echo "the agent pipeline with the scripted LLM (demo/scripts) on softmax, matrix_mul, dot_product FP32: trajectories" ;;
@@ -223,6 +224,8 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
     candidates)
       run "$T$PY bench/gpu_candidates.py ${CANDIDATES:-tests/gpu_candidates/*_fast.cu} --json $O/candidates.json 2>&1 \
 | tee $O/candidates.txt" ;;
+    host-speed)
+      run "$PY bench/host_speed.py --per-cpu --processes 10 2>&1 | tee $O/host-speed.txt" ;;
     repeatability)
       local resume=""
       if [ -n "${REPEAT_RESUME:-}" ]; then  # copied into scratch: the new JSON in $O holds the old tasks and the new

@@ -37,8 +37,8 @@ class CompareQuerySerializer(PrecisionQuerySerializer):
 class ExperimentConfigSerializer(serializers.ModelSerializer):
     class Meta:
         model = Experiment
-        fields = ["endpoint", "model", "agent_models", "rounds", "debug_rounds", "profile_mode", "temperature",
-                  "seed", "time_budget_s", "token_budget", "cost_budget_usd"]
+        fields = ["endpoint", "model", "agent_models", "rounds", "debug_rounds", "profile_mode", "timing_protocol",
+                  "temperature", "seed", "time_budget_s", "token_budget", "cost_budget_usd"]
 
 
 class ExperimentSerializer(serializers.ModelSerializer):

@@ -8,7 +8,7 @@ from apps.catalog.models import Backend, Precision, Task
 from apps.fleet.selectors import queue_states, run_queue, wait_reason
 from apps.llm.models import LLMEndpoint
 from apps.runs.forms import LaunchForm
-from apps.runs.models import AgentCall, Profile, ProfileMode, Run, RunStatus, Turn
+from apps.runs.models import AgentCall, Profile, ProfileMode, Run, RunStatus, TimingProtocol, Turn
 
 # --- query parameters -------------------------------------------------------------------------------
 
@@ -86,8 +86,8 @@ class EndpointSerializer(serializers.ModelSerializer):
 class RunConfigSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
-        fields = ["endpoint", "model", "agent_models", "rounds", "debug_rounds", "profile_mode", "temperature",
-                  "seed", "time_budget_s", "token_budget", "cost_budget_usd"]
+        fields = ["endpoint", "model", "agent_models", "rounds", "debug_rounds", "profile_mode", "timing_protocol",
+                  "temperature", "seed", "time_budget_s", "token_budget", "cost_budget_usd"]
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -131,6 +131,10 @@ class LaunchSerializer(serializers.Serializer):
     rounds = serializers.IntegerField(min_value=0, max_value=30, default=3, help_text="Optimization rounds R.")
     debug_rounds = serializers.IntegerField(min_value=0, max_value=10, default=3, help_text="Debug rounds D.")
     profile_mode = serializers.ChoiceField(choices=ProfileMode.choices, default=ProfileMode.FILTERED)
+    timing_protocol = serializers.ChoiceField(
+        choices=TimingProtocol.choices, default=TimingProtocol.SYNCHRONIZED,
+        help_text="`synchronized`: a device-wide synchronize after every timed call, P comparable with the "
+                  "benchmark's own harness; `queued`: the kernel's own time, repeatable (docs/evaluation.md).")
     temperature = serializers.FloatField(min_value=0.0, max_value=2.0, default=0.2)
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2**62)
     time_budget_s = serializers.IntegerField(required=False, allow_null=True, min_value=60)

@@ -20,7 +20,7 @@ class ExperimentRunInline(admin.TabularInline):
 class ExperimentAdmin(admin.ModelAdmin):
     list_display = ("id", "name", "owner", "model", "rounds", "debug_rounds", "profile_mode", "seeds", "is_public",
                     "created_at")
-    list_filter = ("profile_mode", "is_public")
+    list_filter = ("profile_mode", "timing_protocol", "is_public")
     search_fields = ("name", "model", "owner__username", "selection")
     list_select_related = ("owner",)
     raw_id_fields = ("owner", "endpoint")

@@ -19,13 +19,13 @@ from django.db import transaction
 from apps.catalog.models import Task
 from apps.experiments.models import Experiment, ExperimentRun
 from apps.runs.trajectory_export import trajectory_export
-from apps.runs.trajectory_import import trajectory_import
+from apps.runs.trajectory_import import TrajectoryImportError, timing_protocol_of, trajectory_import
 from worker.agents.trajectory import load as load_trajectory
 
 FORMAT, VERSION = "kernelweb-experiment", 1
 MANIFEST = "experiment.json"
-CONFIG_FIELDS = ("model", "agent_models", "rounds", "debug_rounds", "profile_mode", "temperature", "seed",
-                 "time_budget_s", "token_budget", "cost_budget_usd")
+CONFIG_FIELDS = ("model", "agent_models", "rounds", "debug_rounds", "profile_mode", "timing_protocol", "temperature",
+                 "seed", "time_budget_s", "token_budget", "cost_budget_usd")
 
 
 class ExperimentBundleError(ValueError):
@@ -96,6 +96,10 @@ def experiment_import(path: str | Path, *, owner, public: bool | None = None, fo
     data, folder = load_manifest(path)
     config = data["config"]
     is_public = bool(data.get("is_public")) if public is None else public
+    try:
+        timing = timing_protocol_of(config)
+    except TrajectoryImportError as exc:
+        raise ExperimentBundleError(f"{folder / MANIFEST}: {exc}") from None
     with transaction.atomic():
         cost = config.get("cost_budget_usd")
         experiment = Experiment.objects.create(
@@ -103,7 +107,8 @@ def experiment_import(path: str | Path, *, owner, public: bool | None = None, fo
             selection=data.get("selection", "")[:500], is_public=is_public, seeds=data["seeds"],
             model=config.get("model", ""), agent_models=config.get("agent_models") or {},
             rounds=config.get("rounds", 0), debug_rounds=config.get("debug_rounds", 0),
-            profile_mode=config.get("profile_mode", "filtered"), temperature=config.get("temperature", 0.0),
+            profile_mode=config.get("profile_mode", "filtered"), timing_protocol=timing,
+            temperature=config.get("temperature", 0.0),
             seed=config.get("seed"), time_budget_s=config.get("time_budget_s"),
             token_budget=config.get("token_budget"),
             cost_budget_usd=Decimal(str(cost)) if cost is not None else None,

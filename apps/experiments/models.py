@@ -8,7 +8,7 @@ latest attempt of every (task, seed), so the history of earlier attempts is kept
 from django.conf import settings
 from django.db import models
 
-from apps.runs.models import ProfileMode
+from apps.runs.models import ProfileMode, TimingProtocol
 
 
 class Experiment(models.Model):
@@ -30,6 +30,10 @@ class Experiment(models.Model):
     rounds = models.PositiveSmallIntegerField(default=3, help_text="Optimization rounds R.")
     debug_rounds = models.PositiveSmallIntegerField(default=3, help_text="Debug rounds D per invalid candidate.")
     profile_mode = models.CharField(max_length=16, choices=ProfileMode.choices, default=ProfileMode.FILTERED)
+    timing_protocol = models.CharField(
+        max_length=16, choices=TimingProtocol.choices, default=TimingProtocol.SYNCHRONIZED,
+        help_text="How every run of the experiment times a call: synchronized (as the benchmark's own harness) "
+                  "or queued (the kernel's own time).")
     temperature = models.FloatField(default=0.2)
     seed = models.BigIntegerField(null=True, blank=True, help_text="Base seed; seed k of several gets seed + k.")
     time_budget_s = models.PositiveIntegerField(null=True, blank=True)

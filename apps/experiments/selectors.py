@@ -308,6 +308,7 @@ def config_summary(experiment: Experiment) -> dict[str, str]:
         "rounds R": str(experiment.rounds),
         "debug rounds D": str(experiment.debug_rounds),
         "profile": experiment.profile_mode,
+        "timing": experiment.timing_protocol,
         "temperature": f"{experiment.temperature:g}",
         "seeds": str(experiment.seeds),
     }

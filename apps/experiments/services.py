@@ -38,8 +38,9 @@ def _require_owner(experiment: Experiment, user) -> None:
 def config_of(experiment: Experiment) -> RunConfig:
     return RunConfig(
         model=experiment.model, rounds=experiment.rounds, debug_rounds=experiment.debug_rounds,
-        profile_mode=experiment.profile_mode, temperature=experiment.temperature, seed=experiment.seed,
-        endpoint_id=experiment.endpoint_id, agent_models=dict(experiment.agent_models or {}),
+        profile_mode=experiment.profile_mode, timing_protocol=experiment.timing_protocol,
+        temperature=experiment.temperature, seed=experiment.seed, endpoint_id=experiment.endpoint_id,
+        agent_models=dict(experiment.agent_models or {}),
         time_budget_s=experiment.time_budget_s, token_budget=experiment.token_budget,
         cost_budget_usd=float(experiment.cost_budget_usd) if experiment.cost_budget_usd is not None else None,
     )
@@ -86,8 +87,8 @@ def experiment_launch(*, owner, name: str, tasks, config: RunConfig, seeds: int 
             name=name, owner=owner, description=description, selection=selection[:500], is_public=is_public,
             endpoint_id=config.endpoint_id, model=config.model, agent_models=config.agent_models or {},
             rounds=config.rounds, debug_rounds=config.debug_rounds, profile_mode=config.profile_mode,
-            temperature=config.temperature, seed=config.seed, time_budget_s=config.time_budget_s,
-            token_budget=config.token_budget,
+            timing_protocol=config.timing_protocol, temperature=config.temperature, seed=config.seed,
+            time_budget_s=config.time_budget_s, token_budget=config.token_budget,
             cost_budget_usd=Decimal(str(config.cost_budget_usd)) if config.cost_budget_usd is not None else None,
             seeds=seeds,
         )

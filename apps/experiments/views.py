@@ -119,6 +119,7 @@ def _initial_from(request) -> dict:
         "name": f"{source.name} (variant)"[:200], "tasks": sorted({str(m.task_id) for m in source.members.all()}),
         "endpoint": source.endpoint_id, "model": source.model, "rounds": source.rounds,
         "debug_rounds": source.debug_rounds, "profile_mode": source.profile_mode,
+        "timing_protocol": source.timing_protocol,
         "temperature": source.temperature, "seed": source.seed, "seeds": source.seeds,
         "time_budget_s": source.time_budget_s, "token_budget": source.token_budget,
         "cost_budget_usd": source.cost_budget_usd,

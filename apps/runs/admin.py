@@ -17,7 +17,7 @@ class TurnInline(admin.TabularInline):
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ("id", "task", "owner", "model", "status", "best_score", "created_at", "gpu_name")
-    list_filter = ("status", "profile_mode", "task__suite", "task__precision")
+    list_filter = ("status", "profile_mode", "timing_protocol", "task__suite", "task__precision")
     search_fields = ("task__operator", "model", "owner__username")
     list_select_related = ("task", "owner")
     readonly_fields = ("last_event_seq", "created_at", "started_at", "finished_at", "best_turn")

@@ -39,6 +39,7 @@ from apps.runs.services import run_fail, run_transition
 from worker.agents.llm import OpenAIChatClient
 from worker.agents.pipeline import AgentCallRecord, Pipeline, PipelineConfig, PipelineResult, TurnRecord
 from worker.agents.prompts import HardwareInfo
+from worker.engine.context import with_timing_protocol
 from worker.engine.verification import compare, fresh_options
 from worker.formats.cuda.evaluation import EvalOptions
 from worker.registry import evaluate
@@ -166,11 +167,12 @@ def _client(run: Run) -> OpenAIChatClient:
     return client_for(endpoint, run.model, timeout_s=settings.LLM_TIMEOUT_SECONDS)
 
 
-def _config(run: Run) -> PipelineConfig:
+def pipeline_config(run: Run) -> PipelineConfig:
+    """The run's configuration as the pipeline takes it (its evaluation_options: profile mode, timing protocol)."""
     return PipelineConfig(
         model=run.model, rounds=run.rounds, debug_rounds=run.debug_rounds, profile_mode=run.profile_mode,
-        agent_models=run.agent_models or {}, temperature=run.temperature, seed=run.seed,
-        time_budget_s=run.time_budget_s, token_budget=run.token_budget,
+        timing_protocol=run.timing_protocol, agent_models=run.agent_models or {}, temperature=run.temperature,
+        seed=run.seed, time_budget_s=run.time_budget_s, token_budget=run.token_budget,
         cost_budget_usd=float(run.cost_budget_usd) if run.cost_budget_usd is not None else None,
     )
 
@@ -201,7 +203,7 @@ def run_execute(run_id: int) -> None:
     run = job.run
     try:
         client = _client(run)
-        config = _config(run)
+        config = pipeline_config(run)
     except ValueError as exc:
         run_fail(run_id, f"cannot start the pipeline: {exc}")
         return
@@ -210,6 +212,17 @@ def run_execute(run_id: int) -> None:
         result = Pipeline(job.spec, run.task.precision, config, client, sink,
                           hardware=HardwareInfo.from_gpu(job.gpu), arch=job.chain.arch).run()
         _finish(run, sink, result)
+
+
+def turn_options(run: Run) -> EvalOptions:
+    """How a manual turn on the run is evaluated: the run's profile mode and timing protocol."""
+    return with_timing_protocol(EvalOptions(profile=run.profile_mode), run.timing_protocol)
+
+
+def verification_options(run: Run, seed_base: int) -> EvalOptions:
+    """How a turn of the run is verified (fresh_options) under the run's own timing protocol: a queued P is
+    compared with a queued P, a synchronized one with a synchronized one."""
+    return fresh_options(seed_base, base=with_timing_protocol(EvalOptions(), run.timing_protocol))
 
 
 def manual_turn_evaluate(turn_id: int) -> None:
@@ -241,7 +254,7 @@ def manual_turn_evaluate(turn_id: int) -> None:
         sink.turn(TurnRecord(*key, "manual", parent, turn.scheme, turn.code, turn.compile_command))
         sink.event("turn.started", {"round": key[0], "debug": key[1], "kind": "manual"})
         evaluation = evaluate(job.spec, job.run.task.precision, turn.code, turn.compile_command or None,
-                              EvalOptions(profile=job.run.profile_mode), chain=job.chain)
+                              turn_options(job.run), chain=job.chain)
         valid = evaluation.ok and evaluation.score is not None
         finished = TurnRecord(*key, "manual", parent, turn.scheme, turn.code,
                               evaluation.compile.command if evaluation.compile else turn.compile_command,
@@ -288,7 +301,7 @@ def turn_verify(verification_id: int) -> None:
     if job is None:
         return
     with job_guard(run.pk, "verification", fail):
-        options = fresh_options(verification.seed_base)
+        options = verification_options(run, verification.seed_base)
         evaluation = evaluate(job.spec, run.task.precision, turn.code, turn.compile_command or None, options,
                               chain=job.chain)
         agreement = compare(turn.verdict, turn.score, run.gpu_name, evaluation, settings.VERIFY_SCORE_TOLERANCE)

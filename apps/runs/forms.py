@@ -3,7 +3,7 @@ from django import forms
 from apps.catalog.selectors import tasks_enabled
 from apps.fleet.selectors import gpu_targets, target_queue
 from apps.llm.selectors import endpoint_test_warning, endpoints_for
-from apps.runs.models import ProfileMode
+from apps.runs.models import ProfileMode, TimingProtocol
 from apps.runs.services import RunConfig
 from worker import registry
 from worker.agents.pipeline import ROLES
@@ -28,6 +28,11 @@ class LaunchForm(forms.Form):
                                 help_text="Optimization rounds R (0 = evaluate and profile the baseline only).")
     debug_rounds = forms.IntegerField(min_value=0, max_value=10, initial=3, help_text="Debug rounds D.")
     profile_mode = forms.ChoiceField(choices=ProfileMode.choices, initial=ProfileMode.FILTERED)
+    # Not required: a launch that leaves it out (an older client, a script) is timed as before, synchronized.
+    timing_protocol = forms.ChoiceField(
+        choices=TimingProtocol.choices, initial=TimingProtocol.SYNCHRONIZED, required=False, label="Timing",
+        help_text="How each call is timed (docs/evaluation.md, \"Timing protocol\"): synchronized agrees with the "
+                  "benchmark's own harness; queued times the kernel alone and repeats better.")
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.2)
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**62,
                               help_text="Passed to the model where the endpoint supports it.")
@@ -89,6 +94,9 @@ class LaunchForm(forms.Form):
             groups.setdefault(task.category.replace("_", " "), []).append((task, str(task.pk) in chosen))
         return list(groups.items())
 
+    def clean_timing_protocol(self) -> str:
+        return self.cleaned_data.get("timing_protocol") or TimingProtocol.SYNCHRONIZED
+
     def clean_tasks(self):
         tasks = self.cleaned_data["tasks"]
         if len(tasks) > self.MAX_TASKS:
@@ -113,6 +121,7 @@ class LaunchForm(forms.Form):
             rounds=data["rounds"],
             debug_rounds=data["debug_rounds"],
             profile_mode=data["profile_mode"],
+            timing_protocol=data["timing_protocol"],
             temperature=data["temperature"],
             seed=data["seed"],
             endpoint_id=data["endpoint"].pk if data["endpoint"] else None,

@@ -35,6 +35,14 @@ class ProfileMode(models.TextChoices):
     NONE = "none", "None (no profiling)"
 
 
+class TimingProtocol(models.TextChoices):
+    """How the evaluator times each call (docs/evaluation.md, "Timing protocol"); worker.engine.context's
+    TIMING_PROTOCOLS, queued being EvalOptions.queued_timing."""
+
+    SYNCHRONIZED = "synchronized", "Synchronized — comparable with the benchmark's own harness"
+    QUEUED = "queued", "Queued — the kernel's own time, repeatable"
+
+
 class Run(models.Model):
     """One optimization run of the agent pipeline on one task."""
 
@@ -51,6 +59,10 @@ class Run(models.Model):
     rounds = models.PositiveSmallIntegerField(default=3, help_text="Optimization rounds R.")
     debug_rounds = models.PositiveSmallIntegerField(default=3, help_text="Debug rounds D per invalid candidate.")
     profile_mode = models.CharField(max_length=16, choices=ProfileMode.choices, default=ProfileMode.FILTERED)
+    timing_protocol = models.CharField(
+        max_length=16, choices=TimingProtocol.choices, default=TimingProtocol.SYNCHRONIZED,
+        help_text="How every evaluation of the run times a call: synchronized (a device-wide synchronize after "
+                  "each, as the benchmark's own harness) or queued (the kernel's own time).")
     temperature = models.FloatField(default=0.2)
     seed = models.BigIntegerField(null=True, blank=True)
     time_budget_s = models.PositiveIntegerField(null=True, blank=True)

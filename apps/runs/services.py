@@ -28,6 +28,7 @@ class RunConfig:
     rounds: int = 3
     debug_rounds: int = 3
     profile_mode: str = "filtered"
+    timing_protocol: str = "synchronized"  # TimingProtocol: how every evaluation of the run times a call
     temperature: float = 0.2
     seed: int | None = None
     endpoint_id: int | None = None
@@ -52,6 +53,7 @@ def run_create(*, owner, task, config: RunConfig, is_public: bool = False, dispa
             rounds=config.rounds,
             debug_rounds=config.debug_rounds,
             profile_mode=config.profile_mode,
+            timing_protocol=config.timing_protocol,
             temperature=config.temperature,
             seed=config.seed,
             time_budget_s=config.time_budget_s,

@@ -124,7 +124,8 @@ def trajectory_export(run: Run) -> dict:
         "precision": run.task.precision,
         "config": {
             "model": run.model, "rounds": run.rounds, "debug_rounds": run.debug_rounds,
-            "profile_mode": run.profile_mode, "agent_models": run.agent_models or {},
+            "profile_mode": run.profile_mode, "timing_protocol": run.timing_protocol,
+            "agent_models": run.agent_models or {},
             "temperature": run.temperature, "seed": run.seed, "time_budget_s": run.time_budget_s,
             "token_budget": run.token_budget,
             "cost_budget_usd": float(run.cost_budget_usd) if run.cost_budget_usd is not None else None,

@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_datetime
 from apps.catalog.models import Task
 from apps.runs.events import event_append
 from apps.runs.execution import DjangoSink
-from apps.runs.models import Run, RunStatus, TurnVerification, VerificationStatus
+from apps.runs.models import Run, RunStatus, TimingProtocol, TurnVerification, VerificationStatus
 from apps.runs.services import run_transition
 from worker.agents.pipeline import AgentCallRecord, TurnRecord
 from worker.engine.results import Evaluation
@@ -51,6 +51,15 @@ def _verifications(turn, recorded: list[dict]) -> None:
             results=v.get("results") or [])
 
 
+def timing_protocol_of(config: dict) -> str:
+    """A recorded configuration's timing protocol; one recorded before runs could choose it was synchronized."""
+    protocol = config.get("timing_protocol") or TimingProtocol.SYNCHRONIZED
+    if protocol not in TimingProtocol.values:
+        raise TrajectoryImportError(f"config.timing_protocol must be one of {', '.join(TimingProtocol.values)}, "
+                                    f"not {protocol!r}")
+    return protocol
+
+
 def _recorded_at(data: dict) -> datetime.datetime | None:
     """The trajectory's `created` (when its run was recorded), timezone-aware; None when it has none."""
     value = data.get("created")
@@ -74,11 +83,13 @@ def trajectory_import(data: dict, *, owner, public: bool = False, force: bool = 
         )
     config, result = data["config"], data["result"]
     recorded = _recorded_at(data)
+    timing = timing_protocol_of(config)
     with transaction.atomic():
         run = Run.objects.create(
             task=task, owner=owner, is_public=public, origin=origin, model=config.get("model", ""),
             agent_models=config.get("agent_models") or {}, rounds=config.get("rounds", 0),
             debug_rounds=config.get("debug_rounds", 0), profile_mode=config.get("profile_mode", "filtered"),
+            timing_protocol=timing,
             temperature=config.get("temperature", 0.0), seed=config.get("seed"),
         )
         event_append(run.pk, "run.queued", {"task": task.slug, "model": run.model, "imported": True})

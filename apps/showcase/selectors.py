@@ -265,7 +265,8 @@ def _config(run: Run) -> list[tuple[str, str]]:
     rows += [(f"model ({role})", model) for role, model in sorted((run.agent_models or {}).items())]
     rows += [
         ("rounds R", str(run.rounds)), ("debug rounds D", str(run.debug_rounds)),
-        ("profiling", run.get_profile_mode_display()), ("temperature", num_text(run.temperature)),
+        ("profiling", run.get_profile_mode_display()), ("timing", run.get_timing_protocol_display()),
+        ("temperature", num_text(run.temperature)),
         ("seed", "—" if run.seed is None else str(run.seed)),
     ]
     return rows

@@ -198,8 +198,8 @@ def test_launch_fills_omitted_settings_with_the_launch_page_defaults(user, task,
     response = signed_in(user).post("/api/runs/", {"tasks": [task.pk], "model": "m"}, format="json")
     assert response.status_code == 201, response.content
     run = Run.objects.get()
-    assert (run.rounds, run.debug_rounds, run.profile_mode, run.temperature, run.is_public) == (
-        3, 3, "filtered", 0.2, False)
+    assert (run.rounds, run.debug_rounds, run.profile_mode, run.timing_protocol, run.temperature, run.is_public) == (
+        3, 3, "filtered", "synchronized", 0.2, False)
 
 
 @pytest.mark.parametrize(
@@ -213,6 +213,7 @@ def test_launch_fills_omitted_settings_with_the_launch_page_defaults(user, task,
         ({"debug_model": "c"}, "debug_model", "lab offers: a, b"),
         ({"endpoint": "bobs"}, "endpoint", "Select a valid choice"),
         ({"profile_mode": "bogus"}, "profile_mode", "Select a valid choice"),
+        ({"timing_protocol": "fastest"}, "timing_protocol", "Select a valid choice"),
     ],
 )
 def test_launch_rejects_bad_input_with_field_errors_and_creates_nothing(user, other_user, task, change, field,

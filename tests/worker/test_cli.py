@@ -163,3 +163,11 @@ def test_every_command_has_help(command, tmp_path):
         timeout=60,
     )
     assert res.returncode == 0 and "usage:" in res.stdout
+
+
+def test_optimize_takes_the_timing_protocol_as_a_flag():
+    from worker.cli import build_parser
+
+    base = ["optimize", "--task", "vadd", "--llm", "script.json", "--out", "t.json"]
+    assert build_parser().parse_args([*base, "--queued-timing"]).queued_timing is True
+    assert build_parser().parse_args(base).queued_timing is False

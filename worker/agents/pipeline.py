@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from worker.agents import budget, prompts
 from worker.agents.llm import ChatClient, ContextLengthError, LLMError
-from worker.engine.context import EvalOptions
+from worker.engine.context import TIMING_PROTOCOLS, EvalOptions, with_timing_protocol
 from worker.engine.extract import Extraction, extract_command
 from worker.engine.results import Evaluation, Verdict
 from worker.registry import AnySpec, evaluate, evaluate_baseline, format_of
@@ -37,6 +37,9 @@ class PipelineConfig:
     rounds: int = 3
     debug_rounds: int = 3
     profile_mode: str = "filtered"
+    # "synchronized" or "queued" (worker.engine.context.TIMING_PROTOCOLS): decides eval_options.queued_timing, as
+    # profile_mode decides its profile.
+    timing_protocol: str = "synchronized"
     agent_models: dict[str, str] = field(default_factory=dict)  # per-role override
     temperature: float = 0.2
     seed: int | None = None
@@ -52,12 +55,18 @@ class PipelineConfig:
             raise ValueError("rounds and debug_rounds must be >= 0")
         if self.profile_mode not in PROFILE_MODES:
             raise ValueError(f"profile_mode must be one of {PROFILE_MODES}, not {self.profile_mode!r}")
+        if self.timing_protocol not in TIMING_PROTOCOLS:
+            raise ValueError(f"timing_protocol must be one of {TIMING_PROTOCOLS}, not {self.timing_protocol!r}")
         unknown = set(self.agent_models) - set(ROLES)
         if unknown:
             raise ValueError(f"agent_models has unknown roles {sorted(unknown)}; roles are {ROLES}")
 
     def model_for(self, role: str) -> str:
         return self.agent_models.get(role) or self.model
+
+    def evaluation_options(self) -> EvalOptions:
+        """How the pipeline evaluates every turn: eval_options with this run's profile mode and timing protocol."""
+        return with_timing_protocol(replace(self.eval_options, profile=self.profile_mode), self.timing_protocol)
 
 
 @dataclass(frozen=True)
@@ -204,7 +213,7 @@ class Pipeline:
         self.arch = hardware.arch if hardware and hardware.arch else arch
         self.evaluate_fn, self.evaluate_baseline_fn = evaluate_fn, evaluate_baseline_fn
         self.clock = clock
-        self.options = replace(config.eval_options, profile=config.profile_mode)
+        self.options = config.evaluation_options()
         self.tokens_in = self.tokens_out = 0
         self.cost = self.llm_seconds = self.gpu_seconds = 0.0
         self.turns = 0

@@ -117,6 +117,7 @@ def run_optimize(args) -> int:
         return 3
     config = PipelineConfig(
         model=args.model, rounds=args.rounds, debug_rounds=args.debug_rounds, profile_mode=args.profile,
+        timing_protocol="queued" if args.queued_timing else "synchronized",
         temperature=args.temperature, use_compiler_agent=not args.no_compiler_agent,
         eval_options=EvalOptions(iters=args.iters, seeds=args.seeds),
     )

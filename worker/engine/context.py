@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,18 @@ class EvalOptions:
     torch_device: str = "cuda"
     torch_trials: int = 5
     torch_compile: bool = False
+
+
+# The timing protocols a run may choose (docs/evaluation.md, "Timing protocol"): synchronized, the default, or
+# queued (EvalOptions.queued_timing).
+TIMING_PROTOCOLS = ("synchronized", "queued")
+
+
+def with_timing_protocol(options: EvalOptions, protocol: str) -> EvalOptions:
+    """`options` timed by the named protocol: "queued" sets queued_timing, "synchronized" clears it."""
+    if protocol not in TIMING_PROTOCOLS:
+        raise ValueError(f"timing protocol must be one of {TIMING_PROTOCOLS}, not {protocol!r}")
+    return replace(options, queued_timing=protocol == "queued")
 
 
 def _quiet(_: str) -> None:

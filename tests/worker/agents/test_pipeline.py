@@ -185,8 +185,42 @@ def test_events_tell_the_story_in_order(spec):
 def test_invalid_configuration_is_refused():
     with pytest.raises(ValueError, match="profile_mode"):
         PipelineConfig(model="m", profile_mode="sometimes")
+    with pytest.raises(ValueError, match="timing_protocol must be one of"):
+        PipelineConfig(model="m", timing_protocol="fastest")
     with pytest.raises(ValueError, match="unknown roles"):
         PipelineConfig(model="m", agent_models={"reviewer": "x"})
+
+
+class OptionsRecorder(ScriptedEvaluator):
+    """The scripted evaluator, keeping the EvalOptions the pipeline hands it for the baseline and each turn."""
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.options = []
+
+    def baseline(self, spec, precision, options):
+        self.options.append(options)
+        return super().baseline(spec, precision, options)
+
+    def __call__(self, spec, precision, code, flags, options):
+        self.options.append(options)
+        return super().__call__(spec, precision, code, flags, options)
+
+
+@pytest.mark.parametrize(("protocol", "queued"), [("queued", True), ("synchronized", False)])
+def test_the_timing_protocol_decides_how_the_baseline_and_every_turn_are_timed(spec, protocol, queued):
+    recorder = OptionsRecorder(spec)
+    run(spec, [PLAN, kernel("ok 1.8"), COMMAND], evaluator=recorder, timing_protocol=protocol, profile_mode="full")
+    assert len(recorder.options) == 2  # the baseline, then turn 1.0
+    assert all(o.queued_timing is queued and o.profile == "full" for o in recorder.options)
+
+
+def test_a_synchronized_run_is_timed_synchronized_whatever_its_base_options_say():
+    from worker.engine.context import EvalOptions
+
+    config = PipelineConfig(model="m", eval_options=EvalOptions(queued_timing=True, iters=20))
+    assert config.timing_protocol == "synchronized"
+    assert config.evaluation_options().queued_timing is False and config.evaluation_options().iters == 20
 
 
 def test_a_headless_trajectory_round_trips_through_json(spec, tmp_path):
@@ -198,7 +232,7 @@ def test_a_headless_trajectory_round_trips_through_json(spec, tmp_path):
     sink = TrajectorySink()
     answers = [PLAN, kernel("compile_error"), COMMAND, "Declare x.", kernel("ok 2.0"), COMMAND]
     result, sink, *_ = run(spec, answers, sink=sink)
-    config = PipelineConfig(model="m", rounds=1, debug_rounds=2)
+    config = PipelineConfig(model="m", rounds=1, debug_rounds=2, timing_protocol="queued")
     document = sink.document(spec=spec, precision="fp32", config=config, result=result, chain=tc.detect())
     path = tmp_path / "t.json"
     path.write_text(json.dumps(document))
@@ -208,6 +242,7 @@ def test_a_headless_trajectory_round_trips_through_json(spec, tmp_path):
     ]
     assert [c["role"] for c in data["turns"][1]["agent_calls"]] == ["planner", "coder", "compiler"]
     assert data["result"]["best_turn"] == [1, 1] and data["events"][0]["type"] == "turn.started"
+    assert data["config"]["timing_protocol"] == "queued"  # what import_trajectory gives the run
 
 
 def test_a_file_that_is_not_a_trajectory_is_refused_clearly(tmp_path):

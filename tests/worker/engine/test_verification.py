@@ -58,3 +58,13 @@ def test_a_verification_uses_unseen_seeds_times_both_sides_now_and_profiles_for_
     assert options.seed_base == 424_242 and options.use_baseline_cache is False
     assert options.profile == "filtered"  # the profiler cross-check of the reported times applies
     assert options.iters == 20 and fresh_options(7).profile == "filtered"
+
+
+def test_a_verification_keeps_the_timing_protocol_of_its_base_options():
+    from worker.engine.context import EvalOptions, with_timing_protocol
+
+    queued = with_timing_protocol(EvalOptions(), "queued")
+    assert queued.queued_timing is True and fresh_options(7, queued).queued_timing is True
+    assert fresh_options(7).queued_timing is False
+    with pytest.raises(ValueError, match="timing protocol must be one of"):
+        with_timing_protocol(EvalOptions(), "fastest")

@@ -1,3 +1,5 @@
+import copy
+
 from django import forms
 
 from apps.catalog.selectors import tasks_enabled
@@ -137,10 +139,15 @@ class ManualTurnForm(forms.Form):
     flags = forms.CharField(required=False, max_length=1000, label="nvcc command",
                             help_text="Optional, e.g. nvcc -O3 --use_fast_math; checked against the whitelist.")
 
-    def __init__(self, *args, backend: str = registry.BACKENDS[0], **kwargs):
+    def __init__(self, *args, backend: str = registry.BACKENDS[0], new_run: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        if new_run:  # a run of its own chooses how it is timed; a turn on an existing run keeps the run's protocol
+            self.fields["timing_protocol"] = copy.deepcopy(LaunchForm.base_fields["timing_protocol"])
         fmt = registry.get(backend)
         self.fields["code"].help_text = fmt.display.candidate_help  # what a candidate is in this format
         self.fields["code"].widget.attrs["data-editor"] = fmt.language
         if fmt.compile_flags is None:
             del self.fields["flags"]  # the build is the task's own: no nvcc command to choose
+
+    def clean_timing_protocol(self) -> str:
+        return self.cleaned_data.get("timing_protocol") or TimingProtocol.SYNCHRONIZED

@@ -56,12 +56,13 @@ def turn_unsent(turn: Turn) -> bool:
     return Turn.objects.filter(pk=turn.pk, dispatch_pending=True).exists()
 
 
-def run_create_manual(*, owner, task, code: str, flags: str = "", dispatch: bool = True) -> Run:
-    """A run holding only a manual turn: "how fast is my kernel for this task?"."""
+def run_create_manual(*, owner, task, code: str, flags: str = "", timing_protocol: str = "synchronized",
+                      dispatch: bool = True) -> Run:
+    """A run holding only a manual turn: "how fast is my kernel for this task?", timed by the protocol chosen."""
     _validate(code, flags)
     with transaction.atomic(), quota_reserve(owner, manual_turns=1):
         run = Run.objects.create(owner=owner, task=task, model="", rounds=0, debug_rounds=0, origin="manual",
-                                 profile_mode="none", task_revision=task.revision)
+                                 profile_mode="none", timing_protocol=timing_protocol, task_revision=task.revision)
         event_append(run.pk, "run.queued", {"task": task.slug, "manual": True})
         turn_submit_manual(run=run, code=code, flags=flags, dispatch=dispatch)
     return run

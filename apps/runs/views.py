@@ -153,11 +153,12 @@ def run_manual_turn(request, pk: int):
 @login_required
 def task_evaluate(request, task_pk: int):
     task = get_object_or_404(Task, pk=task_pk, enabled=True)
-    form = ManualTurnForm(request.POST or None, backend=task.backend)
+    form = ManualTurnForm(request.POST or None, backend=task.backend, new_run=True)
     if request.method == "POST" and form.is_valid():
         try:
             run = run_create_manual(owner=request.user, task=task, code=form.cleaned_data["code"],
-                                   flags=form.cleaned_data.get("flags", ""))
+                                   flags=form.cleaned_data.get("flags", ""),
+                                   timing_protocol=form.cleaned_data["timing_protocol"])
         except ManualTurnError as exc:
             form.add_error("code", str(exc))
         except QuotaExceeded as exc:

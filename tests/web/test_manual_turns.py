@@ -12,7 +12,7 @@ from apps.catalog.models import Task
 from apps.catalog.services import tasks_sync
 from apps.runs.execution import manual_turn_evaluate
 from apps.runs.manual import ManualTurnError, run_create_manual, turn_submit_manual
-from apps.runs.models import Run, RunStatus, TurnKind
+from apps.runs.models import Run, RunStatus, Turn, TurnKind
 from worker.engine import toolchain
 from worker.engine.gpu import GpuInfo
 
@@ -100,3 +100,29 @@ def test_only_the_owner_can_add_a_manual_turn(client, vector_add, user, other_us
     client.force_login(other_user)
     assert client.post(reverse("runs:manual", args=[run.pk]), {"code": FAST}).status_code == 404
     assert run.turns.count() == 0
+
+
+def test_a_kernel_evaluated_on_its_own_run_is_timed_by_the_protocol_chosen(client, vector_add, user, monkeypatch):
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_manual_turn", lambda turn_id: None)
+    client.force_login(user)
+    assert 'name="timing_protocol"' in client.get(reverse("runs:task_evaluate", args=[vector_add.pk])).content.decode()
+    client.post(reverse("runs:task_evaluate", args=[vector_add.pk]), {"code": FAST, "timing_protocol": "queued"})
+    client.post(reverse("runs:task_evaluate", args=[vector_add.pk]), {"code": FAST})  # left out: synchronized
+    assert list(Run.objects.order_by("pk").values_list("timing_protocol", flat=True)) == ["queued", "synchronized"]
+
+
+def test_an_unknown_timing_protocol_for_a_manual_kernel_is_a_field_error_and_stores_nothing(client, vector_add, user):
+    client.force_login(user)
+    response = client.post(reverse("runs:task_evaluate", args=[vector_add.pk]),
+                           {"code": FAST, "timing_protocol": "instant"})
+    assert response.status_code == 200 and "timing_protocol" in response.context["form"].errors
+    assert "Select a valid choice" in response.content.decode() and not Run.objects.exists()
+
+
+def test_a_turn_added_to_a_run_keeps_the_runs_protocol_and_offers_no_choice(client, vector_add, user):
+    run = Run.objects.create(task=vector_add, owner=user, model="m", timing_protocol="queued")
+    Turn.objects.create(run=run, round_index=0, kind="baseline", code=FAST)
+    client.force_login(user)
+    html = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'data-editor="cuda"' in html and 'name="code"' in html  # the manual-turn editor is on the page
+    assert 'name="timing_protocol"' not in html

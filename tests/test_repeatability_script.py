@@ -41,7 +41,7 @@ def test_p_repeat_is_computed_against_the_reference_alone_and_within_each_pair_i
     path.write_text(json.dumps(saved))
     assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "| vector_add | fp32 | 5 | 100.0 - 100.0 | 1.00% | 5.00% | 0 of 5 | 5 of 5 |" in out
+    assert "| vector_add | fp32 | 5 | 100.0 - 100.0 | 1.00% | 5.00% | 0 of 5 | 5 of 5 | 10.00 / 10.00 |" in out
     assert "before: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu alone: 30 % apart
     assert "after: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu interleaved: the drift divides out
     assert "| vector_add | fp32 | N=1024 | 100.0 | 10.0 | 1.00% | 3.00% |" in out
@@ -98,3 +98,27 @@ def test_a_run_without_before_reads_n_a_there_and_summarizes_only_after(tmp_path
     assert "| vector_add | fp32 | 5 | 100.0 - 100.0 | n/a | 1.00% | n/a | 5 of 5 |" in out
     assert "| vector_add | fp32 | N=1024 | 100.0 | 10.0 | n/a | 3.00% |" in out
     assert "after: P within 2 % for 1 of 1 tasks (100 %)" in out and "before: P within" not in out
+
+
+def with_floor(timings: dict, floor_ms: float) -> dict:
+    return {**timings, "floor": floor_ms}
+
+
+def test_a_miss_whose_two_processes_had_a_slower_host_is_named_as_the_hosts(tmp_path, capsys):
+    saved = [  # FFT: P 20 % apart and the empty call 30 % slower in the second process; rms_norm: 3 % apart only
+        {"task": "FFT", "precision": "fp32", "runs": {
+            "protocol": "queued", "reference": run(1.0), "after-1": with_floor(run(1.0), 0.0140),
+            "after-2": with_floor(run(1.2), 0.0182)}},
+        {"task": "rms_norm", "precision": "fp32", "runs": {
+            "protocol": "queued", "reference": run(1.0), "after-1": with_floor(run(1.0), 0.0140),
+            "after-2": with_floor(run(1.03), 0.0141)}},
+        {"task": "elu", "precision": "fp32", "runs": {
+            "protocol": "queued", "reference": run(1.0), "after-1": run(1.0), "after-2": run(1.0)}},
+    ]
+    path = tmp_path / "resume.json"
+    path.write_text(json.dumps(saved))
+    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| 14.00 / 18.20 |" in out
+    assert ("after: 1 of the 2 misses had the host's speed move between their two processes (empty call 5 % or "
+            "more apart): FFT") in out

@@ -67,6 +67,8 @@ def main() -> int:
     parser.add_argument("--script", default=str(ROOT / "demo" / "scripts" / "softmax_fp32_demo.json"))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--debug-rounds", type=int, default=1)
+    parser.add_argument("--timing-protocol", choices=("synchronized", "queued"), default="synchronized",
+                        help="the run's timing protocol (docs/evaluation.md, \"Timing protocol\")")
     parser.add_argument("--timeout", type=float, default=480)
     parser.add_argument("--port", type=int, default=8790)
     args = parser.parse_args()
@@ -117,7 +119,8 @@ def main() -> int:
         endpoint = api(base, "/api/endpoints/", token)["results"][0]["id"]
         launched = api(base, "/api/runs/", token, {
             "tasks": [task_id], "endpoint": endpoint, "model": "scripted", "rounds": args.rounds,
-            "debug_rounds": args.debug_rounds, "profile_mode": "filtered", "temperature": 0})
+            "debug_rounds": args.debug_rounds, "profile_mode": "filtered", "temperature": 0,
+            "timing_protocol": args.timing_protocol})
         run_id = launched["runs"][0]["id"]
         print(f"run {run_id} launched through the API", flush=True)
         session = manage("shell", "-c", "from django.contrib.sessions.backends.db import SessionStore; "
@@ -132,7 +135,9 @@ def main() -> int:
         run = api(base, f"/api/runs/{run_id}/", token)
         turns = api(base, f"/api/runs/{run_id}/turns/", token)
         same = [e["seq"] for e in seen] == [e["seq"] for e in stored]
-        print(f"\nrun {run_id}: {run['status']}, best P {run.get('best_score')}, GPU {run.get('gpu_name')}, "
+        timing = (run.get("config") or {}).get("timing_protocol", run.get("timing_protocol"))
+        print(f"\nrun {run_id}: {run['status']}, timing {timing}, best P {run.get('best_score')}, "
+              f"GPU {run.get('gpu_name')}, "
               f"{len(turns['results'] if isinstance(turns, dict) else turns)} turns, wall {run.get('wall_time_s')} s")
         print(f"events stored {len(stored)}, received over the websocket {len(seen)}, "
               f"identical seq lists: {same}")

@@ -28,6 +28,7 @@
 #   CANDIDATES     files for the candidates stage (default: tests/gpu_candidates/*_fast.cu)
 #   REPEAT_ARGS    extra bench/repeatability.py arguments, e.g. "--precision fp32 --task softmax"
 #   REPEAT_RESUME  a repeatability.json of an earlier call: its tasks are kept (tables included), the rest run
+#   FULLSTACK_ARGS extra bench/fullstack.py arguments, e.g. "--timing-protocol queued"
 #   MSKB_CHECKOUT  a checkout of CUDAMaster's demo repository (Hanyx2021/MSKernelBenchDemo) for the agreement stage
 #   GPUS           CUDA device numbers for the agreement stage, one serial worker each (default: 0)
 #   AGREEMENT_RESUME  an agreement.json of an earlier call: its finished items are kept, the rest run
@@ -263,7 +264,7 @@ _rc=\$?; echo \"exit \$_rc\"; tail -12 $O/${script}.log; (exit \$_rc)"
     sharing)
       run "$T$PY bench/gpu_sharing.py ${SHARING_ARGS:---runs 4 --delay 5} 2>&1 | tee $O/sharing.txt" ;;
     fullstack)
-      run "$T$PY bench/fullstack.py > $O/fullstack.txt 2>&1; _rc=\$?; tail -22 $O/fullstack.txt; (exit \$_rc)" ;;
+      run "$T$PY bench/fullstack.py ${FULLSTACK_ARGS:-} > $O/fullstack.txt 2>&1; _rc=\$?; tail -22 $O/fullstack.txt; (exit \$_rc)" ;;
     formats)
       local task
       for task in kernelbench-examples/matmul_square kernelbench-examples/scale_bias_leaky_relu \

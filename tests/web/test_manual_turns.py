@@ -105,7 +105,8 @@ def test_only_the_owner_can_add_a_manual_turn(client, vector_add, user, other_us
 def test_a_kernel_evaluated_on_its_own_run_is_timed_by_the_protocol_chosen(client, vector_add, user, monkeypatch):
     monkeypatch.setattr("apps.runs.dispatch.enqueue_manual_turn", lambda turn_id: None)
     client.force_login(user)
-    assert 'name="timing_protocol"' in client.get(reverse("runs:task_evaluate", args=[vector_add.pk])).content.decode()
+    html = client.get(reverse("runs:task_evaluate", args=[vector_add.pk])).content.decode()
+    assert 'aria-describedby="id_timing_protocol_helptext"' in html and 'id="id_timing_protocol_helptext"' in html
     client.post(reverse("runs:task_evaluate", args=[vector_add.pk]), {"code": FAST, "timing_protocol": "queued"})
     client.post(reverse("runs:task_evaluate", args=[vector_add.pk]), {"code": FAST})  # left out: synchronized
     assert list(Run.objects.order_by("pk").values_list("timing_protocol", flat=True)) == ["queued", "synchronized"]

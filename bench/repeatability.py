@@ -142,14 +142,13 @@ def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
     if runs.get("protocol") == "interleaved":
         after = abs(p_of_pair(spec, runs["after-1"]) / p_of_pair(spec, runs["after-2"]) - 1)
         paired = [r[side] for r in (runs["after-1"], runs["after-2"]) for side in ("candidate", "baseline")]
+        afters = paired[0::2]  # each pair's candidate side
     else:
         after = abs(p_of(spec, runs["after-1"], ref) / p_of(spec, runs["after-2"], ref) - 1)
-        paired = [runs["after-1"], runs["after-2"]]
+        afters = paired = [runs["after-1"], runs["after-2"]]
     repeat = {"before": abs(p_of(spec, solo[0], ref) / p_of(spec, solo[1], ref) - 1) if solo else NA, "after": after}
     # The empty call (a launch and a synchronize) of each "after" process: host work that moves with the host's
     # own speed (bench/host_speed.py's round trip), so a P that moved with it moved with the host.
-    paired_runs = runs.get("protocol") == "interleaved"
-    afters = [runs[t]["candidate"] if paired_runs else runs[t] for t in ("after-1", "after-2")]
     hosts = tuple((r.get("floor") or NA) * 1000 for r in afters)
     floors = [r.get("floor") for r in solo + paired if r.get("floor")]
     sizes_rows = []

@@ -11,26 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.stand_in import cpus_of_run, stand_in
+
 REPO = Path(__file__).parents[1]
 
-# Each run prints a host median of 100 us, then 150 us, then 100 again, and records the CPUs it was allowed.
-STAND_IN = """#!{python}
-import os, sys
-from pathlib import Path
-count = Path(sys.argv[0] + ".count")
-k = int(count.read_text()) if count.exists() else 0
-count.write_text(str(k + 1))
-Path(sys.argv[0] + f".cpus{{k}}").write_text(" ".join(map(str, sorted(os.sched_getaffinity(0)))))
-host = 150.0 if k % 3 == 1 else 100.0
-print(f"cpu {{os.sched_getaffinity(0).pop()}} host {{host}} {{host - 1}} thread {{host}} trip 20.00 19.00")
+# Each run prints a host median of 100 us, then 150 us, then 100 again.
+BODY = """host = 150.0 if k % 3 == 1 else 100.0
+print(f"cpu {os.sched_getaffinity(0).pop()} host {host} {host - 1} thread {host} trip 20.00 19.00")
 """
-
-
-def stand_in(tmp_path: Path) -> Path:
-    exe = tmp_path / "host_speed"
-    exe.write_text(STAND_IN.format(python=sys.executable))
-    exe.chmod(0o755)
-    return exe
 
 
 def host_speed(*args: str) -> subprocess.CompletedProcess:
@@ -39,19 +27,19 @@ def host_speed(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_spread_is_half_the_range_of_the_processes_medians_over_their_median(tmp_path):
-    run = host_speed("--binary", str(stand_in(tmp_path)), "--processes", "3")
+    run = host_speed("--binary", str(stand_in(tmp_path / "host_speed", BODY)), "--processes", "3")
     assert run.returncode == 0, run.stderr
     assert "host tables: ±25.0 %, max / min 1.50; round trip: ±0.0 %, max / min 1.00" in run.stdout
     assert "| - |" in run.stdout and "3 fresh processes, unpinned" in run.stdout
 
 
 def test_per_cpu_pins_one_process_to_each_cpu_allowed_before_the_fresh_ones(tmp_path):
-    exe = stand_in(tmp_path)
+    exe = stand_in(tmp_path / "host_speed", BODY)
     cpus = sorted(os.sched_getaffinity(0))
     run = host_speed("--binary", str(exe), "--processes", "2", "--per-cpu")
     assert run.returncode == 0, run.stderr
-    assert [Path(f"{exe}.cpus{k}").read_text() for k in range(len(cpus))] == [str(c) for c in cpus]
-    assert Path(f"{exe}.cpus{len(cpus)}").read_text() == " ".join(map(str, cpus))  # the fresh ones: unpinned
+    assert [cpus_of_run(exe, k) for k in range(len(cpus))] == [str(c) for c in cpus]
+    assert cpus_of_run(exe, len(cpus)) == " ".join(map(str, cpus))  # the fresh ones: unpinned
 
 
 def test_output_it_cannot_read_is_an_error_that_quotes_it(tmp_path):
@@ -63,7 +51,7 @@ def test_output_it_cannot_read_is_an_error_that_quotes_it(tmp_path):
 
 
 def test_one_process_is_refused_since_the_spread_is_between_processes(tmp_path):
-    run = host_speed("--binary", str(stand_in(tmp_path)), "--processes", "1")
+    run = host_speed("--binary", str(stand_in(tmp_path / "host_speed", BODY)), "--processes", "1")
     assert run.returncode == 2 and "at least 2" in run.stderr
 
 

@@ -8,26 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.stand_in import cpus_of_run, stand_in
+
 REPO = Path(__file__).parents[1]
 
-# Each run prints the median of its ordinal (10 us, then 12 us) and records the CPUs it was allowed.
-STAND_IN = """#!{python}
-import os, sys
-from pathlib import Path
-count = Path(sys.argv[0] + ".count")
-k = int(count.read_text()) if count.exists() else 0
-count.write_text(str(k + 1))
-Path(sys.argv[0] + f".cpus{{k}}").write_text(" ".join(map(str, sorted(os.sched_getaffinity(0)))))
-print(f"fast 65536 A {{10 + 2 * k:.3f}} 0.0500")
-print(f"fast 65536 B 5.000 {{0.01 + 0.01 * k:.4f}}")
+# Each run prints the median of its ordinal (10 us, then 12 us).
+BODY = """print(f"fast 65536 A {10 + 2 * k:.3f} 0.0500")
+print(f"fast 65536 B 5.000 {0.01 + 0.01 * k:.4f}")
 """
-
-
-def stand_in(tmp_path: Path) -> Path:
-    exe = tmp_path / "shapes"
-    exe.write_text(STAND_IN.format(python=sys.executable))
-    exe.chmod(0o755)
-    return exe
 
 
 def shapes(*args: str) -> str:
@@ -37,14 +25,14 @@ def shapes(*args: str) -> str:
 
 
 def test_the_spread_between_processes_is_half_the_range_of_their_medians_over_the_median(tmp_path):
-    out = shapes("--binary", str(stand_in(tmp_path)), "--processes", "2")
+    out = shapes("--binary", str(stand_in(tmp_path / "shapes", BODY)), "--processes", "2")
     assert "| fast | 2^16 | synchronized | 11.00 | ±9.1 % | 5.0 % |" in out  # medians 10 and 12
     assert "| fast | 2^16 | queued | 5.00 | ±0.0 % | 2.0 % |" in out
 
 
 def test_pin_runs_every_process_on_the_one_cpu_given(tmp_path):
     cpu = min(os.sched_getaffinity(0))
-    exe = stand_in(tmp_path)
+    exe = stand_in(tmp_path / "shapes", BODY)
     out = shapes("--binary", str(exe), "--processes", "2", "--pin", str(cpu))
     assert f"each on CPU {cpu}" in out
-    assert [Path(f"{exe}.cpus{k}").read_text() for k in range(2)] == [str(cpu), str(cpu)]
+    assert [cpus_of_run(exe, k) for k in range(2)] == [str(cpu), str(cpu)]

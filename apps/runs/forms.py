@@ -31,8 +31,9 @@ class LaunchForm(forms.Form):
     debug_rounds = forms.IntegerField(min_value=0, max_value=10, initial=3, help_text="Debug rounds D.")
     profile_mode = forms.ChoiceField(choices=ProfileMode.choices, initial=ProfileMode.FILTERED)
     # Not required: a launch that leaves it out (an older client, a script) is timed as before, synchronized.
-    timing_protocol = forms.ChoiceField(
-        choices=TimingProtocol.choices, initial=TimingProtocol.SYNCHRONIZED, required=False, label="Timing",
+    timing_protocol = forms.TypedChoiceField(
+        choices=TimingProtocol.choices, initial=TimingProtocol.SYNCHRONIZED, required=False,
+        empty_value=TimingProtocol.SYNCHRONIZED, label="Timing",
         help_text="How each call is timed (docs/evaluation.md, \"Timing protocol\"): synchronized agrees with the "
                   "benchmark's own harness; queued times the kernel alone and repeats better.")
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.2)
@@ -96,9 +97,6 @@ class LaunchForm(forms.Form):
             groups.setdefault(task.category.replace("_", " "), []).append((task, str(task.pk) in chosen))
         return list(groups.items())
 
-    def clean_timing_protocol(self) -> str:
-        return self.cleaned_data.get("timing_protocol") or TimingProtocol.SYNCHRONIZED
-
     def clean_tasks(self):
         tasks = self.cleaned_data["tasks"]
         if len(tasks) > self.MAX_TASKS:
@@ -148,6 +146,3 @@ class ManualTurnForm(forms.Form):
         self.fields["code"].widget.attrs["data-editor"] = fmt.language
         if fmt.compile_flags is None:
             del self.fields["flags"]  # the build is the task's own: no nvcc command to choose
-
-    def clean_timing_protocol(self) -> str:
-        return self.cleaned_data.get("timing_protocol") or TimingProtocol.SYNCHRONIZED

@@ -1,7 +1,7 @@
 """Timing repeatability of the C/CUDA harness, alone per call and in the protocol under test (docs/benchmarks.md).
 
     python bench/repeatability.py [--task softmax ...] [--precision fp32] [--iters 50] [--json out.json]
-                                  [--resume earlier.json] [--after batched|queued|interleaved]
+                                  [--resume earlier.json] [--after batched|queued|interleaved|queued-interleaved]
                                   [--batch-below-ms MS] [--skip-before] [--after-arg=--FLAG=VALUE ...]
 
 For every task (and precision) the baseline-only harness is built once; then, one process (or pair) after
@@ -18,7 +18,9 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
   latency and its wake-up from a synchronize between calls are not timed (a baseline whose object queues work the
   queued sample's wrappers cannot see is timed synchronized instead, as the evaluator does, and the run says so).
   `interleaved`: a pair of processes timing at once and taking turns on the GPU, one as the candidate and one as
-  the baseline, P from the pair's own two sides (docs/evaluation.md, "Interleaved timing").
+  the baseline, P from the pair's own two sides (docs/evaluation.md, "Interleaved timing"), both on one CPU.
+  `queued-interleaved`: every task in such pairs, with queued samples and the batches decided from the reference
+  (`worker eval --queued-timing --interleave`), so the host work in a call meets the same host speed on both sides.
 
 --skip-before times only the reference and the two "after" runs (three processes per task instead of five): the
 "before" columns then read n/a.
@@ -55,7 +57,7 @@ from worker.engine.harness import harness_argv, read_result, run_interleaved  # 
 from worker.engine.results import TimingStats  # noqa: E402
 from worker.engine.sandbox import run as run_sandboxed  # noqa: E402
 from worker.engine.taskspec import PRECISIONS  # noqa: E402
-from worker.engine.timing import BATCH_BELOW_MS, batches_for  # noqa: E402
+from worker.engine.timing import BATCH_BELOW_MS, batches_for, syncs_per_call  # noqa: E402
 from worker.formats.cuda.build import build, default_cache_dir  # noqa: E402
 from worker.registry import discover_tasks  # noqa: E402
 
@@ -82,15 +84,18 @@ def time_once(exe: str, spec, precision: str, work: Path, iters: int, tag: str, 
     return _timings(read_result(out) if out.is_file() else None, tag, res.stderr)
 
 
-def time_pair(exe: str, spec, precision: str, work: Path, iters: int, tag: str) -> dict | None:
+def time_pair(exe: str, spec, precision: str, work: Path, iters: int, tag: str, batches: list[int] | None = None,
+              queued: bool = False) -> dict | None:
     """The baseline timed as a candidate beside itself, interleaved: {"candidate": ..., "baseline": ...}."""
     pair = run_interleaved(exe, exe, spec, precision, [dict(s) for s in spec.sizes], work / f"{tag}-candidate",
-                           work / f"{tag}-baseline", 1800, candidate_impl="baseline", iters=iters)
+                           work / f"{tag}-baseline", 1800, candidate_impl="baseline", iters=iters, batches=batches,
+                           queued=queued)
     sides = {"candidate": _timings(pair.candidate.data, tag, pair.candidate.result.stderr),
              "baseline": _timings(pair.reference.data, tag, pair.reference.result.stderr)}
     return sides if all(sides.values()) else None
 
 
+PAIRED = ("interleaved", "queued-interleaved")  # the "after" protocols timed as a pair, P from its own two sides
 HOST_MOVED = 0.05  # two processes' empty calls this far apart: the host ran at another speed (bench/host_speed.py)
 
 
@@ -120,7 +125,7 @@ def load_saved(path: str) -> list[dict]:
         return {k if k == "floor" else int(k): t for k, t in run.items()}
 
     for entry in entries:
-        paired = entry["runs"].get("protocol") == "interleaved"
+        paired = entry["runs"].get("protocol") in PAIRED
         entry["runs"] = {tag: run if tag == "protocol" else {side: keyed(r) for side, r in run.items()}
                          if paired and tag.startswith("after") else keyed(run) for tag, run in entry["runs"].items()}
     return entries
@@ -139,7 +144,7 @@ def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
     """One task's row (P repeat before and after) and its rows per size (call time, empty call, worse CV of each)."""
     ref = runs["reference"]
     solo = [runs[tag] for tag in ("before-1", "before-2") if tag in runs]  # none with --skip-before
-    if runs.get("protocol") == "interleaved":
+    if runs.get("protocol") in PAIRED:
         after = abs(p_of_pair(spec, runs["after-1"]) / p_of_pair(spec, runs["after-2"]) - 1)
         paired = [r[side] for r in (runs["after-1"], runs["after-2"]) for side in ("candidate", "baseline")]
         afters = paired[0::2]  # each pair's candidate side
@@ -174,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", help="only these operators (repeatable)")
     parser.add_argument("--precision", choices=PRECISIONS)
     parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--after", choices=("batched", "queued", "interleaved"), default="batched",
-                        help="what the 'after' runs measure (default: batched)")
+    parser.add_argument("--after", choices=("batched", "queued", "interleaved", "queued-interleaved"),
+                        default="batched", help="what the 'after' runs measure (default: batched)")
     parser.add_argument("--batch-below-ms", type=float, default=BATCH_BELOW_MS,
                         help=f"the after runs batch calls shorter than this (default {BATCH_BELOW_MS}, the "
                              "evaluator's; 0: one call per sample)")
@@ -237,29 +242,44 @@ def main(argv: list[str] | None = None) -> int:
         if exe is None:
             continue
         work = root / f"{spec.name}-{precision}"
-        runs = {tag: time_once(exe, spec, precision, work, args.iters, tag)
-                for tag in ("reference",) + (() if args.skip_before else ("before-1", "before-2"))}
+        # As the evaluator does: a baseline a queued sample cannot time (objcheck.unordered_work) is timed
+        # synchronized.
+        queued = args.after in ("queued", "queued-interleaved") and not unordered[(spec.name, precision)]
+        if args.after in ("queued", "queued-interleaved") and not queued:
+            print(f"  {spec.name}[{precision}]: synchronized, not queued: the baseline uses "
+                  f"{', '.join(unordered[(spec.name, precision)])}", flush=True)
+        # --after queued: the reference is timed as the evaluator's cached baseline is, queued and one call per
+        # sample, so that its synchronizes per call decide the pairing as they do there.
+        ref_flags = ("--queued", "1") if queued and args.after == "queued" else ()
+        runs = {"reference": time_once(exe, spec, precision, work, args.iters, "reference", ref_flags)}
+        runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag)
+                 for tag in (() if args.skip_before else ("before-1", "before-2"))}
+        protocol = args.after
         if args.after == "interleaved":
             runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
         elif runs["reference"] is not None:
-            # As the evaluator does: a baseline a queued sample cannot time (objcheck.unordered_work) is timed
-            # synchronized.
-            after = "batched" if args.after == "queued" and unordered[(spec.name, precision)] else args.after
-            if after != args.after:
-                print(f"  {spec.name}[{precision}]: synchronized, not queued: the baseline uses "
-                      f"{', '.join(unordered[(spec.name, precision)])}", flush=True)
-            fixed = after_flags(runs["reference"], len(spec.sizes), after, args.batch_below_ms) + tuple(
-                args.after_arg)
-            runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
-                     for tag in ("after-1", "after-2")}
-        runs["protocol"] = args.after
+            ref = {i: TimingStats.from_dict(t) for i, t in runs["reference"].items() if i != "floor"}
+            if args.after == "queued" and syncs_per_call(ref) > 1:
+                protocol = "queued-interleaved"
+                print(f"  {spec.name}[{precision}]: timed in pairs, as the evaluator does: the call synchronizes "
+                      f"{syncs_per_call(ref):.3g} times", flush=True)
+            if protocol == "queued-interleaved":
+                batches = batches_for(ref, len(spec.sizes), args.batch_below_ms)
+                runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag, batches, queued)
+                         for tag in ("after-1", "after-2")}
+            else:
+                fixed = after_flags(runs["reference"], len(spec.sizes), "queued" if queued else "batched",
+                                    args.batch_below_ms) + tuple(args.after_arg)
+                runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
+                         for tag in ("after-1", "after-2")}
+        runs["protocol"] = protocol
         if any(r is None for r in runs.values()):
             continue
         saved.append({"task": spec.name, "precision": precision, "runs": runs})
         timed += 1
         if args.json:  # after every task: a run cut short keeps what it timed
             Path(args.json).write_text(json.dumps(saved, indent=1))
-        (_, _, before, after), _ = summarize(spec, precision, runs)
+        (_, _, before, after, _), _ = summarize(spec, precision, runs)
         print(f"  {spec.name}[{precision}]: P repeat {pct(before)} -> {pct(after)}", flush=True)
     print(f"timed {timed} tasks in {time.monotonic() - started:.0f} s; {len(saved)} in the tables below")
 

@@ -36,14 +36,19 @@ def test_p_repeat_is_computed_against_the_reference_alone_and_within_each_pair_i
             "protocol": "interleaved", "reference": run(1.0), "before-1": run(1.0), "before-2": run(1.3),
             "after-1": {"candidate": run(1.0), "baseline": run(1.0)},
             "after-2": {"candidate": run(1.3), "baseline": run(1.3)}}},
+        {"task": "gelu", "precision": "fp32", "runs": {  # the queued protocol's pairs (a call that round-trips)
+            "protocol": "queued-interleaved", "reference": run(1.0), "before-1": run(1.0), "before-2": run(1.0),
+            "after-1": {"candidate": run(1.0), "baseline": run(1.0)},
+            "after-2": {"candidate": run(1.2), "baseline": run(1.21)}}},
     ]
     path = tmp_path / "resume.json"
     path.write_text(json.dumps(saved))
     assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
     out = capsys.readouterr().out
     assert "| vector_add | fp32 | 5 | 100.0 - 100.0 | 1.00% | 5.00% | 0 of 5 | 5 of 5 | 10.00 / 10.00 |" in out
-    assert "before: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu alone: 30 % apart
-    assert "after: P within 2 % for 1 of 2 tasks (50 %)" in out  # elu interleaved: the drift divides out
+    assert "before: P within 2 % for 2 of 3 tasks (67 %)" in out  # elu alone: 30 % apart
+    assert "after: P within 2 % for 2 of 3 tasks (67 %)" in out  # elu and gelu in pairs: the drift divides out
+    assert "| gelu | fp32 | 5 | 100.0 - 100.0 | 0.00% | 0.83% |" in out
     assert "| vector_add | fp32 | N=1024 | 100.0 | 10.0 | 1.00% | 3.00% |" in out
 
 

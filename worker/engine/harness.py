@@ -250,6 +250,7 @@ def run_harness(
     name: str | None = None,
     evidence_fd: int | None = None,
     turn_fds: tuple[int, int] | None = None,
+    cpus: tuple[int, ...] = (),
     **kwargs: Any,
 ) -> HarnessRun:
     """One harness process (optionally under a tool given as `prefix`, e.g. compute-sanitizer)."""
@@ -265,7 +266,7 @@ def run_harness(
     policy = confine.candidate_run(exe, work_dir, tool=prefix[0] if prefix else None,
                                    read=(library,) if library else ())
     res = sandbox.run(argv, work_dir, timeout_s, name=tag, limits=HARNESS_LIMITS, policy=policy,
-                      pass_fds=((evidence_fd,) if evidence_fd is not None else ()) + (turn_fds or ()))
+                      pass_fds=((evidence_fd,) if evidence_fd is not None else ()) + (turn_fds or ()), cpus=cpus)
     data = read_result(out) if out.is_file() else None
     return HarnessRun(mode, impl, data, res, classify_crash(res, data, out.is_file()))
 
@@ -377,14 +378,28 @@ def run_interleaved(
     candidate_impl: str = "candidate",
     **kwargs: Any,
 ) -> InterleavedRun:
-    """`kwbench --mode time --impl candidate` and `kwref --mode time --impl baseline`, turn by turn."""
+    """`kwbench --mode time --impl candidate` and `kwref --mode time --impl baseline`, turn by turn, on one CPU."""
+    cpus = pair_cpu()
     cand, ref = run_in_turns(
         lambda fds: run_harness(candidate_exe, spec, precision, "time", candidate_impl, sizes, candidate_dir,
-                                timeout_s, turn_fds=fds, **kwargs),
+                                timeout_s, turn_fds=fds, cpus=cpus, **kwargs),
         lambda fds: run_harness(reference_exe, spec, precision, "time", "baseline", sizes, reference_dir, timeout_s,
-                                turn_fds=fds, **kwargs),
+                                turn_fds=fds, cpus=cpus, **kwargs),
     )
     return InterleavedRun(cand, ref)
+
+
+def pair_cpu() -> tuple[int, ...]:
+    """The one CPU both sides of an interleaved pair run on: on a VM the host's speed changes from CPU to CPU and
+    from one second to the next (docs/benchmarks.md, "The host's speed between processes"), and two processes
+    taking turns on one CPU meet the same speed at every turn. The CPU this thread last ran on, so that the pairs of
+    workers on several GPUs spread out; () (no pinning) where /proc does not say or the CPU is not ours to use."""
+    try:
+        stat = Path("/proc/thread-self/stat").read_text()
+        cpu = int(stat.rsplit(")", 1)[1].split()[36])  # field 39, "processor"; fields after the name start at 3
+    except (OSError, ValueError, IndexError):
+        return ()
+    return (cpu,) if cpu in os.sched_getaffinity(0) else ()
 
 
 T = TypeVar("T")

@@ -70,6 +70,8 @@ if options.get("isolate_network"):
     else:
         sys.stderr.write("sandbox: no network namespace here (" + os.strerror(ctypes.get_errno())
                          + "): the network stays reachable\\n")
+if options.get("cpus"):
+    os.sched_setaffinity(0, options["cpus"])  # kept across exec; both sides of an interleaved pair on one CPU
 for name, value in options["rlimits"].items():
     if value is None:
         continue
@@ -221,6 +223,7 @@ def run(
     grace_s: float = 2.0,
     policy: confine.Policy | None = None,
     pass_fds: tuple[int, ...] = (),
+    cpus: tuple[int, ...] = (),
 ) -> SandboxResult:
     """Run argv in cwd with a wall-clock timeout; the result is returned, never raised.
 
@@ -230,7 +233,8 @@ def run(
     needs cgroups, which this module does not require.
 
     `pass_fds` are handed over: the child gets them under the same numbers, and they are closed here
-    once it has started (so a pipe between two children sees its end when one of them exits).
+    once it has started (so a pipe between two children sees its end when one of them exits). `cpus`, when
+    given, are the only CPUs the child (and all it starts) may run on.
     """
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
@@ -242,7 +246,8 @@ def run(
         "RLIMIT_NPROC": limits.processes,
     }
     status_r = status_w = -1
-    opts: dict[str, Any] = {"rlimits": rlimits, "isolate_network": limits.isolate_network, "parent": os.getpid()}
+    opts: dict[str, Any] = {"rlimits": rlimits, "isolate_network": limits.isolate_network, "parent": os.getpid(),
+                            "cpus": list(cpus)}
     if policy is not None:
         status_r, status_w = os.pipe()
         opts.update(confine=policy.to_dict(), confine_module=confine.__file__, status_fd=status_w,

@@ -81,6 +81,14 @@ def batches_for(times: dict[int, TimingStats], sizes: int, below_ms: float, targ
     return out
 
 
+def syncs_per_call(times: dict[int, TimingStats]) -> float:
+    """The most synchronizes (or frees) per call that closed a queued sample's segment at any size (kw_sync.h;
+    0 for synchronized timing, which does not count them). Above 1, the call goes back and forth between the host
+    and the GPU, so the host's own speed is in its time: the queued protocol then times the candidate beside its
+    baseline (docs/evaluation.md, "Interleaved timing")."""
+    return max((t.closed_syncs / (t.samples * t.batch) for t in times.values() if t.samples), default=0.0)
+
+
 def timing_of(entry: dict[str, Any]) -> TimingStats | None:
     """The timing in a child's result (or one size of it), when it holds one: raw per-call times
     (`samples_ms`, optionally `host_ms`) or statistics the child computed (a `timing` object)."""

@@ -1,6 +1,7 @@
 """Reading what a harness run left behind: exit status, checkpoint JSON, stderr."""
 
 import dataclasses
+import os
 import signal
 import sys
 import time
@@ -8,7 +9,7 @@ import time
 import pytest
 
 from worker.engine import sandbox
-from worker.engine.harness import classify_crash, format_size, harness_argv, read_result, run_in_turns
+from worker.engine.harness import classify_crash, format_size, harness_argv, pair_cpu, read_result, run_in_turns
 from worker.engine.sandbox import SandboxResult
 
 
@@ -213,3 +214,9 @@ def test_a_side_that_fails_before_starting_its_child_does_not_leave_the_other_wa
         run_in_turns(broken, _turn_taker(tmp_path, "second", 4))
     assert time.monotonic() - started < 15
     assert len((tmp_path / "second.log").read_text().splitlines()) == 4  # it ran on alone
+
+
+def test_both_sides_of_a_pair_are_given_one_cpu_this_process_may_use():
+    # The host's speed changes from CPU to CPU on a VM (docs/benchmarks.md): a pair taking turns shares one.
+    cpus = pair_cpu()
+    assert len(cpus) == 1 and cpus[0] in os.sched_getaffinity(0)

@@ -205,3 +205,18 @@ def test_a_child_does_not_outlive_the_process_that_started_it(tmp_path):
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
     pytest.fail("the child lived on after its parent was killed")
+
+
+def test_a_child_given_cpus_runs_only_on_them_and_so_does_what_it_starts(tmp_path):
+    cpu = max(os.sched_getaffinity(0))
+    code = """
+        import os, subprocess, sys
+        print(sorted(os.sched_getaffinity(0)))
+        print(subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                             capture_output=True, text=True).stdout.strip())
+    """
+    pinned = sandbox.run(python(code), tmp_path, 30, name="pinned", cpus=(cpu,))
+    assert pinned.returncode == 0, pinned.stderr
+    assert pinned.stdout.split("\n")[:2] == [f"[{cpu}]", f"[{cpu}]"]
+    free = sandbox.run(python(code), tmp_path, 30, name="free")
+    assert free.stdout.split("\n")[0] == str(sorted(os.sched_getaffinity(0)))

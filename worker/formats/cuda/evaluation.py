@@ -44,7 +44,7 @@ from worker.engine.results import (
     first_of,
 )
 from worker.engine.scoring import score_sizes
-from worker.engine.timing import TimingCache, batches_for, beyond_wall_time, timings_by_size
+from worker.engine.timing import TimingCache, batches_for, beyond_wall_time, syncs_per_call, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
 from worker.formats.cuda.spec import TaskSpec
 from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
@@ -293,7 +293,11 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     timed = _time_candidate(ctx)
     if isinstance(timed, Evaluation):
         return replace(timed, kind="candidate", compile=compiled, notes=tuple(notes))
-    run, baseline, cached = timed
+    run, baseline, cached, beside = timed
+    if beside:
+        notes.append(f"timed beside its baseline, turn by turn on the GPU and on one CPU ({beside}); P divides by "
+                     "the baseline's times of this run, not its cached ones (docs/evaluation.md, \"Interleaved "
+                     "timing\")")
     if not run.ok:
         return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
     wrong = timed_call_failure(sizes, run.data) or beyond_wall_time(run.data, run.result.wall_s) or None
@@ -329,22 +333,28 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     )
 
 
-def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], bool] | Evaluation:
-    """The candidate's timing run and the baseline times its P divides: interleaved (both timed now, taking turns on
-    the GPU; docs/evaluation.md, "Interleaved timing") or the baseline's cached solo times. An Evaluation when the
-    baseline failed (a task problem); the candidate's own failure is the caller's to report."""
+def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], bool, str] | Evaluation:
+    """The candidate's timing run, the baseline times its P divides, whether they came from the cache, and why the
+    baseline was timed beside the candidate ("" when it was not). Beside it, taking turns on the GPU and on one CPU
+    (docs/evaluation.md, "Interleaved timing"), when asked (`interleave`) or, in the queued protocol, when the
+    baseline's call goes back and forth between host and GPU (syncs_per_call above 1): the host's speed, which
+    moves from one second to the next on a VM, is then in both times alike. Otherwise the baseline's cached solo
+    times. An Evaluation when the baseline failed (a task problem); the candidate's own failure is the caller's."""
     spec, precision, o = ctx.spec, ctx.precision, ctx.options
-    if not o.interleave:
-        baseline, cached = _baseline_times(ctx)
-        if isinstance(baseline, Evaluation):
-            return baseline
+    baseline: dict[int, TimingStats] = {}
+    cached = False
+    if not o.interleave or o.batch_below_ms > 0 or ctx.queued:  # its times decide the batches and the pairing
+        solo, cached = _baseline_times(ctx)
+        if isinstance(solo, Evaluation):
+            return solo
+        baseline = solo
+    trips = syncs_per_call(baseline) if ctx.queued else 0.0
+    if not o.interleave and trips <= 1:
         ctx.progress(f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)")
         with ctx.phase("time"):
-            return ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s), baseline, cached
-    if o.batch_below_ms > 0:  # the batches come from the baseline's cached per-call times
-        decided, _ = _baseline_times(ctx)
-        if isinstance(decided, Evaluation):
-            return decided
+            return ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s), baseline, cached, ""
+    beside = ("asked for" if o.interleave else
+              f"the baseline's call synchronizes with the host {trips:.3g} times, so the host's speed is in its time")
     ctx.progress(f"{spec.name}/{precision}: time candidate and baseline, turn by turn ({o.warmup} warm-up + "
                  f"{o.iters} timed calls per size each)")
     with ctx.phase("time"):
@@ -355,7 +365,7 @@ def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], 
         crashed = _crashed(ctx, ref, sizes=ctx.sizes(), kind="baseline")
         return replace(crashed, reason="the baseline failed while timed beside the candidate (a task problem): "
                        + crashed.reason)
-    return run, timings_by_size(ref.data), False
+    return run, timings_by_size(ref.data), False, beside
 
 
 def _check_failure(ctx: _Context, pair: ComparedRun, compiled: CompileResult | None,

@@ -123,6 +123,41 @@ def test_a_baseline_that_queues_work_no_wrapper_sees_makes_the_timing_synchroniz
     assert any("synchronize after every call" in n and "cudaLaunchHostFunc" in n for n in ev.notes), ev.notes
 
 
+def test_queued_timing_times_the_candidate_beside_a_baseline_whose_call_waits_for_the_device_more_than_once(
+        cpu_chain, cpu_options, tmp_path):
+    """The host's speed moves from one second to the next on a VM (docs/benchmarks.md): a call that goes back and
+    forth between host and device holds it, so the queued protocol times such a task's candidates beside the
+    baseline, turn by turn, and divides by those times; a call that waits once (at its end) keeps the cache."""
+    def task(syncs_per_call: int):
+        folder = tmp_path / f"syncs{syncs_per_call}" / "cpu" / "scale"
+        shutil.copytree(CPU_TASKS / "cpu" / "scale", folder)
+        (folder / "scale.cu").write_text(
+            'extern "C" void kw_standin_sync();\n'
+            'extern "C" void scale(const float* X, float* Y, int N) {\n'
+            "    for (int i = 0; i < N; ++i) Y[i] = 2.0f * X[i];\n"
+            f"    for (int s = 0; s < {syncs_per_call}; ++s) kw_standin_sync();\n}}\n")
+        return load_spec(folder / "spec.toml")
+
+    queued = dataclasses.replace(cpu_options, queued_timing=True)
+    for syncs in (1, 3):
+        spec = task(syncs)
+        evaluate(spec, "fp32", candidate("scale_good.cu"), None, queued, chain=cpu_chain)  # the baseline cached
+        work = tmp_path / f"work{syncs}"
+        ev = evaluate(spec, "fp32", candidate("scale_good.cu"), None, queued, chain=cpu_chain, work_dir=work)
+        assert ev.verdict == Verdict.OK, ev.reason
+        beside = [n for n in ev.notes if "timed beside its baseline" in n]
+        if syncs == 1:
+            assert not beside and ev.baseline_cached, ev.notes
+            continue
+        assert beside and "synchronizes with the host 3 times" in beside[0], ev.notes
+        # P divides by the pair's baseline side, not by the cached solo times that decided the pairing.
+        assert not ev.baseline_cached
+        ref = json.loads((work / "reference" / "time-baseline.json").read_text())
+        assert [s.baseline.mean_ms for s in ev.sizes] == pytest.approx([s["timing"]["mean_ms"] for s in ref["sizes"]])
+        timing = ref["sizes"][0]["timing"]
+        assert timing["closed_syncs"] == 3 * queued.iters * timing["batch"]
+
+
 def test_baseline_times_are_reused_from_the_cache(scale_spec, cpu_chain, cpu_options):
     solo = cpu_options
     first = run(scale_spec, cpu_chain, solo, "scale_good.cu")

@@ -329,3 +329,20 @@ def test_a_memo_keyed_by_contents_never_hits_and_gets_an_honest_time(gpu_chain, 
     ev = evaluate(LIBRARY["dot_product"], "fp32", path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
     assert ev.verdict == Verdict.OK, ev.reason
     assert ev.score is not None and ev.score < 2.0, ev.score  # a hit would be tens of times faster
+
+
+def test_a_call_that_waits_for_the_device_more_than_once_is_timed_beside_its_baseline_when_queued(gpu_chain,
+                                                                                                 options):
+    """rms_norm's baseline call allocates, synchronizes twice and frees: the host's speed, which moves from second to
+    second on a VM, is in its time, so the queued protocol times a candidate beside it, turn by turn on one CPU,
+    and P divides by that run's baseline. The baseline's own code as the candidate then scores about 1."""
+    spec = LIBRARY["rms_norm"]
+    source = (spec.baseline_source("fp32").read_text(encoding="utf-8")
+              .replace("rms_norm_", "rms_norm_mine_").replace("void rms_norm(", "void rms_norm_optimized("))
+    queued = evaluate(spec, "fp32", source, None, dataclasses.replace(options, queued_timing=True), chain=gpu_chain)
+    assert queued.verdict == Verdict.OK, queued.reason
+    assert any("timed beside its baseline" in n for n in queued.notes), queued.notes
+    assert not queued.baseline_cached and 0.8 < queued.score < 1.25, queued.score
+    synchronized = evaluate(spec, "fp32", source, None, options, chain=gpu_chain)
+    assert synchronized.verdict == Verdict.OK, synchronized.reason
+    assert not any("timed beside its baseline" in n for n in synchronized.notes), synchronized.notes

@@ -63,8 +63,8 @@ describe() {
     eval-baselines) echo "bench/eval_baselines.py --profile filtered over the baselines, then Otsu thresholds over their profiles" ;;
     build-cache) echo "two passes over vector_add and softmax: the second must reuse the build cache" ;;
     candidates) echo "bench/gpu_candidates.py: P and speedups of the hand-written faster candidates" ;;
-    host-speed) echo "bench/host_speed.py --per-cpu: how far the host's own speed moves between processes (run it before repeatability)" ;;
-    repeatability) echo "bench/repeatability.py: every baseline timed alone three times and interleaved in two pairs, P repeat and CV per size (an otherwise idle GPU)" ;;
+    host-speed) echo "bench/host_speed.py --per-cpu --blocks 40: how far the host's own speed moves between processes and inside one (run it before repeatability)" ;;
+    repeatability) echo "bench/repeatability.py: every baseline timed as a candidate: a reference, then the protocol under test twice (REPEAT_ARGS --after), P repeat and CV per size (an otherwise idle GPU)" ;;
     agreement) echo "bench/agreement.py: MSKernelBench's published kernels through their harness and ours (MSKB_CHECKOUT, GPUS)" ;;
     pipeline-demo) echo "the agent pipeline with the scripted LLM (demo/scripts) on softmax, matrix_mul, dot_product FP32: trajectories" ;;
     pipeline-demo-formats) echo "the agent pipeline with the scripted LLM on a KernelBench and a task.yaml task: trajectories" ;;
@@ -226,7 +226,7 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
       run "$T$PY bench/gpu_candidates.py ${CANDIDATES:-tests/gpu_candidates/*_fast.cu} --json $O/candidates.json 2>&1 \
 | tee $O/candidates.txt" ;;
     host-speed)
-      run "$PY bench/host_speed.py --per-cpu --processes 10 2>&1 | tee $O/host-speed.txt" ;;
+      run "$PY bench/host_speed.py --per-cpu --processes 10 --blocks 40 2>&1 | tee $O/host-speed.txt" ;;
     repeatability)
       local resume=""
       if [ -n "${REPEAT_RESUME:-}" ]; then  # copied into scratch: the new JSON in $O holds the old tasks and the new

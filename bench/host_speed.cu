@@ -10,7 +10,9 @@
 //           layer_norm's and rms_norm's baselines make several times per call; "nan" without a GPU
 //
 // Output, one line: cpu <cpu at the end> host <median> <p10> thread <median> trip <median> <p10> (microseconds,
-// over 250 repetitions after 50 of warm-up).
+// over 250 repetitions after 50 of warm-up). With an argument B: only the host tables, in B blocks of 300 one after
+// another in this one process, a line per block: block <k> cpu <cpu> host <median> (whether the speed moves inside
+// a process, over seconds).
 //
 // Build: nvcc -O2 -arch=sm_90 -o host_speed bench/host_speed.cu
 #include <cuda_runtime.h>
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <vector>
 
@@ -62,8 +65,22 @@ void host_tables(int n, int log_n) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   constexpr int kWarmup = 50, kReps = 300, kN = 1 << 14, kLogN = 14;
+  if (argc > 1) {  // blocks of host tables only: does the speed move inside one process?
+    const int blocks = std::atoi(argv[1]);
+    std::vector<double> block;
+    for (int k = 0; k < blocks; ++k) {
+      block.clear();
+      for (int rep = 0; rep < kReps; ++rep) {
+        const double w0 = clock_us(CLOCK_MONOTONIC);
+        host_tables(kN, kLogN);
+        block.push_back(clock_us(CLOCK_MONOTONIC) - w0);
+      }
+      std::printf("block %d cpu %d host %.2f\n", k, sched_getcpu(), quantile(block, 0.5));
+    }
+    return 0;
+  }
   float* dev = nullptr;
   const bool gpu = cudaMalloc(&dev, sizeof(float)) == cudaSuccess;
   std::vector<double> host, thread, trip;

@@ -65,3 +65,32 @@ def test_the_real_probe_builds_and_times_the_host_without_a_gpu():
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert float(cells[2]) > 0 and float(cells[4]) > 0  # host median, thread CPU time
     assert "steal time over the runs:" in run.stdout
+
+
+# The probe's blocks mode (an argument): the host tables of one process, block by block, faster after two blocks.
+BLOCKS_BODY = """if len(sys.argv) > 1:
+    for b in range(int(sys.argv[1])):
+        print(f"block {b} cpu 3 host {300.0 if b < 2 else 200.0:.2f}")
+else:
+    print("cpu 0 host 100.0 99.0 thread 100.0 trip 20.00 19.00")
+"""
+
+
+def test_blocks_show_the_speed_moving_inside_one_process(tmp_path):
+    run = host_speed("--binary", str(stand_in(tmp_path / "host_speed", BLOCKS_BODY)), "--processes", "2",
+                     "--blocks", "4")
+    assert run.returncode == 0, run.stderr
+    assert "**4 blocks of 300 host tables in one process** (CPUs 3)" in run.stdout
+    assert "per-block medians (us): 300, 300, 200, 200" in run.stdout
+    assert "host tables inside one process: ±20.0 %, max / min 1.50" in run.stdout
+
+
+def test_no_aslr_gives_every_process_one_fixed_address_layout(tmp_path):
+    body = """print(f"cpu 0 host {int(Path('/proc/self/personality').read_text(), 16) & 0x40000 and 100.0 or 500.0} "
+      "99.0 thread 100.0 trip 20.00 19.00")
+"""
+    exe = stand_in(tmp_path / "host_speed", body)
+    fixed = host_speed("--binary", str(exe), "--processes", "2", "--no-aslr")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "one fixed address layout" in fixed.stdout and "| - | 0 | 100.0 |" in fixed.stdout
+    assert "| - | 0 | 500.0 |" in host_speed("--binary", str(exe), "--processes", "2").stdout

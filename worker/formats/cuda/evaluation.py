@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -293,11 +293,11 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     timed = _time_candidate(ctx)
     if isinstance(timed, Evaluation):
         return replace(timed, kind="candidate", compile=compiled, notes=tuple(notes))
-    run, baseline, cached, beside = timed
-    if beside:
-        notes.append(f"timed beside its baseline, turn by turn on the GPU and on one CPU ({beside}); P divides by "
-                     "the baseline's times of this run, not its cached ones (docs/evaluation.md, \"Interleaved "
-                     "timing\")")
+    run, baseline, cached = timed.run, timed.baseline, timed.cached
+    if timed.beside:
+        notes.append(f"timed beside its baseline, turn by turn on the GPU and on one CPU ({timed.beside}); P "
+                     "divides by the baseline's times of this run, not its cached ones (docs/evaluation.md, "
+                     "\"Interleaved timing\")")
     if not run.ok:
         return _crashed(ctx, run, compile=compiled, notes=tuple(notes), sizes=sizes)
     wrong = timed_call_failure(sizes, run.data) or beyond_wall_time(run.data, run.result.wall_s) or None
@@ -333,9 +333,16 @@ def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool,
     )
 
 
-def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], bool, str] | Evaluation:
-    """The candidate's timing run, the baseline times its P divides, whether they came from the cache, and why the
-    baseline was timed beside the candidate ("" when it was not). Beside it, taking turns on the GPU and on one CPU
+@dataclass(frozen=True)
+class _Timed:
+    run: HarnessRun  # the candidate's timing run
+    baseline: dict[int, TimingStats]  # the baseline times its P divides
+    cached: bool  # they came from the timing cache
+    beside: str = ""  # why the baseline was timed beside the candidate; "" when it was not
+
+
+def _time_candidate(ctx: _Context) -> _Timed | Evaluation:
+    """The candidate's timing and the baseline times its P divides. Beside it, taking turns on the GPU and on one CPU
     (docs/evaluation.md, "Interleaved timing"), when asked (`interleave`) or, in the queued protocol, when the
     baseline's call goes back and forth between host and GPU (syncs_per_call above 1): the host's speed, which
     moves from one second to the next on a VM, is then in both times alike. Otherwise the baseline's cached solo
@@ -352,7 +359,7 @@ def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], 
     if not o.interleave and trips <= 1:
         ctx.progress(f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)")
         with ctx.phase("time"):
-            return ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s), baseline, cached, ""
+            return _Timed(ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s), baseline, cached)
     beside = ("asked for" if o.interleave else
               f"the baseline's call synchronizes with the host {trips:.3g} times, so the host's speed is in its time")
     ctx.progress(f"{spec.name}/{precision}: time candidate and baseline, turn by turn ({o.warmup} warm-up + "
@@ -365,7 +372,7 @@ def _time_candidate(ctx: _Context) -> tuple[HarnessRun, dict[int, TimingStats], 
         crashed = _crashed(ctx, ref, sizes=ctx.sizes(), kind="baseline")
         return replace(crashed, reason="the baseline failed while timed beside the candidate (a task problem): "
                        + crashed.reason)
-    return run, timings_by_size(ref.data), False, beside
+    return _Timed(run, timings_by_size(ref.data), False, beside)
 
 
 def _check_failure(ctx: _Context, pair: ComparedRun, compiled: CompileResult | None,

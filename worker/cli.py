@@ -314,11 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "0: every call timed alone")
         p.add_argument("--queued-timing", action="store_true",
                        help="C/CUDA: queue each sample's calls behind a spacer kernel instead of synchronizing the "
-                            "device after every call, where stream 0 orders all of the candidate's work "
-                            "(docs/evaluation.md, \"Timing protocol\")")
+                            "device after every call, where stream 0 orders all of the candidate's work; a task "
+                            "whose baseline call waits for the device more than once is then timed as --interleave "
+                            "does (docs/evaluation.md, \"Timing protocol\")")
         p.add_argument("--interleave", action="store_true",
-                       help="C/CUDA: time the candidate and its baseline at once, taking turns on the GPU, and "
-                            "divide by that baseline (not the cached one); docs/evaluation.md")
+                       help="C/CUDA: time the candidate and its baseline at once, taking turns on the GPU and on "
+                            "one CPU, and divide by that baseline (not the cached one); docs/evaluation.md")
         p.add_argument("--torch-compile", action="store_true",
                        help="KernelBench tasks: also time torch.compile(Model) as the expert reference")
         p.add_argument("--keep", action="store_true", help="keep the scratch folder (printed on stderr)")

@@ -264,12 +264,13 @@ def test_a_timing_forged_past_every_check_is_refused_by_the_profiler_cross_check
     divides every time by 100. The parent compares the reported time with the kernel durations Nsight Compute
     measured in a separate process and refuses it."""
     from worker.engine.context import guarded
-    from worker.formats.cuda.evaluation import _Context, _evaluate
+    from worker.formats.cuda.context import CudaContext
+    from worker.formats.cuda.evaluation import _evaluate
 
     if not gpu_chain.ncu:
         pytest.skip("ncu (Nsight Compute) not found")
     source = (CANDIDATE_FILES[0].parent / "forged_time_atexit.cu").read_text(encoding="utf-8")
-    ctx = _Context(LIBRARY["vector_add"], "fp32", dataclasses.replace(options, profile="filtered"), gpu_chain, None,
+    ctx = CudaContext(LIBRARY["vector_add"], "fp32", dataclasses.replace(options, profile="filtered"), gpu_chain, None,
                    None)
     ctx.trusted = True
     ev = guarded(ctx, "candidate", lambda: _evaluate(ctx, source, None, False, trusted=True))
@@ -283,10 +284,11 @@ def test_a_check_forged_past_every_check_does_not_reach_the_verdict(gpu_chain, o
     which never runs candidate code, from the buffers the candidate's process sent; the result file its exit
     handler rewrites carries no verdict (docs/evaluation.md, "Who decides the verdict")."""
     from worker.engine.context import guarded
-    from worker.formats.cuda.evaluation import _Context, _evaluate
+    from worker.formats.cuda.context import CudaContext
+    from worker.formats.cuda.evaluation import _evaluate
 
     source = (CANDIDATE_FILES[0].parent / "forged_check_atexit.cu").read_text(encoding="utf-8")
-    ctx = _Context(LIBRARY["vector_add"], "fp32", options, gpu_chain, None, None)
+    ctx = CudaContext(LIBRARY["vector_add"], "fp32", options, gpu_chain, None, None)
     ctx.trusted = True
     ev = guarded(ctx, "candidate", lambda: _evaluate(ctx, source, None, False, trusted=True))
     assert ev.verdict == Verdict.INCORRECT, ev.reason

@@ -18,20 +18,16 @@ from typing import Any, cast
 
 from worker.engine import ncu
 from worker.engine import toolchain as tc
-from worker.engine.context import EvalContext, EvalOptions, Progress, guarded
+from worker.engine.context import EvalOptions, Progress, guarded
 from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import (
     SYSTEM_KINDS,
     ComparedRun,
     HarnessRun,
-    InterleavedRun,
     candidate_library,
     format_size,
     harness_argv,
     phase_name,
-    run_compared,
-    run_harness,
-    run_interleaved,
 )
 from worker.engine.results import (
     CompileResult,
@@ -46,84 +42,10 @@ from worker.engine.results import (
 from worker.engine.scoring import score_sizes
 from worker.engine.timing import TimingCache, batches_for, beyond_wall_time, syncs_per_call, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
+from worker.formats.cuda.context import CudaContext
 from worker.formats.cuda.spec import TaskSpec
 from worker.formats.cuda.static_checks import baseline_kernel_names, check_source
 from worker.formats.cuda.verdicts import merge_check, mismatch_reason, timed_call_failure, timing_below_profiler
-
-
-class _Context(EvalContext):
-    """A C/CUDA evaluation: the linked harness and the libraries a library reference may link."""
-
-    def __init__(self, spec: TaskSpec, precision: str, options: EvalOptions | None, chain: tc.Toolchain | None,
-                 work_dir: Path | str | None, progress: Progress | None):
-        super().__init__(spec, precision, options, chain, work_dir, progress)
-        self.exe = ""  # the linked harness, once built
-        self.reference_exe = ""  # the same harness linked without the candidate: baseline runs and verdicts
-        self.trusted_libraries: tuple[str, ...] = ()  # a library reference's own -l libraries
-        self.trusted = False  # the task's own library reference: no static checks, no object check
-        self.batches: list[int] | None = None  # launches per sample for each size, once the baseline decided them
-        # Queued samples (EvalOptions.queued_timing, where stream 0 orders all of the candidate's work:
-        # BuildResult.unordered); the baseline beside it is timed alike.
-        self.queued = False
-
-    def sizes(self) -> list[SizeResult]:
-        return [SizeResult(i, dict(s), self.spec.complexity_of(s)) for i, s in enumerate(self.spec.sizes)]
-
-    def run(
-        self,
-        mode: str,
-        impl: str,
-        sizes: list[dict[str, float]],
-        timeout_s: float,
-        name: str | None = None,
-        prefix: list[str] | None = None,
-        seeds: int | None = None,
-        reference: bool = False,
-    ) -> HarnessRun:
-        """One harness process; `reference`: the executable without the candidate (its code never runs there)."""
-        o = self.options
-        with self.gpu():
-            return run_harness(
-                self.reference_exe if reference else self.exe,
-                self.spec,
-                self.precision,
-                mode,
-                impl,
-                sizes,
-                self.folder(reference),
-                timeout_s,
-                prefix=prefix,
-                name=name,
-                seeds=seeds or o.seeds,
-                seed_base=o.seed_base,
-                warmup=o.warmup,
-                warmup_ms=o.warmup_ms,
-                iters=o.iters,
-                batches=self.batches if mode == "time" else None,
-                queued=self.queued,
-            )
-
-    def folder(self, reference: bool) -> Path:
-        """Where a run may write (its cwd): the candidate's processes and the reference's each have their own, and
-        neither holds the executables (build/), so candidate code can rewrite neither kwref nor the verdict."""
-        return self.work / ("reference" if reference else "candidate")
-
-    def interleaved(self, sizes: list[dict[str, float]], timeout_s: float) -> InterleavedRun:
-        """The timing: the candidate's process and the reference's (the baseline), taking turns on the GPU."""
-        o = self.options
-        with self.gpu():
-            return run_interleaved(self.exe, self.reference_exe, self.spec, self.precision, sizes,
-                                   self.folder(False), self.folder(True), timeout_s, seed_base=o.seed_base,
-                                   warmup=o.warmup, warmup_ms=o.warmup_ms, iters=o.iters, batches=self.batches,
-                                   queued=self.queued)
-
-    def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
-        """The check: the candidate's process sends its buffers, the reference's process decides."""
-        o = self.options
-        with self.gpu():
-            return run_compared(self.exe, self.reference_exe, self.spec, self.precision, sizes, self.folder(False),
-                                self.folder(True), timeout_s, seeds=o.seeds, seed_base=o.seed_base)
-
 
 # ---------------------------------------------------------------- public entry points
 
@@ -141,7 +63,7 @@ def evaluate_reference(
     """The task's library reference (reference.toml), checked and timed like a candidate (kind='reference').
 
     Its source is trusted: no static checks, and its libraries are linked outside the whitelist."""
-    ctx = _Context(spec, precision, options or EvalOptions(), chain, work_dir, progress)
+    ctx = CudaContext(spec, precision, options or EvalOptions(), chain, work_dir, progress)
     source = spec.reference_source(precision)
     if source is None:
         return ctx.base(verdict=Verdict.REJECTED, kind="reference",
@@ -152,7 +74,7 @@ def evaluate_reference(
         _evaluate(ctx, source.read_text(encoding="utf-8"), None, compile_only, trusted=True), kind="reference"))
 
 
-def _validate(ctx: _Context) -> Evaluation:
+def _validate(ctx: CudaContext) -> Evaluation:
     """The baseline against the task's CPU reference, every size and seed (kind='validate')."""
     spec, precision = ctx.spec, ctx.precision
     built = _build(ctx, None, None)
@@ -185,11 +107,11 @@ def _validate(ctx: _Context) -> Evaluation:
 # ---------------------------------------------------------------- the steps
 
 
-def _no_gpu(ctx: _Context) -> str:
+def _no_gpu(ctx: CudaContext) -> str:
     return f"this run needs a GPU and none is present ({ctx.chain.gpu_reason})"
 
 
-def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult | Evaluation:
+def _build(ctx: CudaContext, source: str | None, flags: str | None) -> BuildResult | Evaluation:
     o = ctx.options
     what = "baseline + harness + candidate" if source is not None else "baseline + harness"
     ctx.progress(f"{ctx.spec.name}/{ctx.precision}: compile {what} for {ctx.chain.arch}")
@@ -235,7 +157,8 @@ def _build(ctx: _Context, source: str | None, flags: str | None) -> BuildResult 
     )
 
 
-def _evaluate(ctx: _Context, source: str, flags: str | None, compile_only: bool, trusted: bool = False) -> Evaluation:
+def _evaluate(ctx: CudaContext, source: str, flags: str | None, compile_only: bool,
+              trusted: bool = False) -> Evaluation:
     spec, precision, o = ctx.spec, ctx.precision, ctx.options
     kernels = (
         baseline_kernel_names(spec.baseline_source(precision))
@@ -341,7 +264,7 @@ class _Timed:
     beside: str = ""  # why the baseline was timed beside the candidate; "" when it was not
 
 
-def _time_candidate(ctx: _Context) -> _Timed | Evaluation:
+def _time_candidate(ctx: CudaContext) -> _Timed | Evaluation:
     """The candidate's timing and the baseline times its P divides. Beside it, taking turns on the GPU and on one CPU
     (docs/evaluation.md, "Interleaved timing"), when asked (`interleave`) or, in the queued protocol, when the
     baseline's call goes back and forth between host and GPU (syncs_per_call above 1): the host's speed, which
@@ -375,7 +298,7 @@ def _time_candidate(ctx: _Context) -> _Timed | Evaluation:
     return _Timed(run, timings_by_size(ref.data), False, beside)
 
 
-def _check_failure(ctx: _Context, pair: ComparedRun, compiled: CompileResult | None,
+def _check_failure(ctx: CudaContext, pair: ComparedRun, compiled: CompileResult | None,
                    notes: tuple[str, ...]) -> Evaluation | None:
     """The verdict when the split check did not end with a decision (ComparedRun.failed_side), else None."""
     side = pair.failed_side
@@ -399,7 +322,7 @@ def _check_failure(ctx: _Context, pair: ComparedRun, compiled: CompileResult | N
                    f"task/harness problem, not the candidate's): {crashed.reason}")
 
 
-def _evaluate_baseline(ctx: _Context) -> Evaluation:
+def _evaluate_baseline(ctx: CudaContext) -> Evaluation:
     built = _build(ctx, None, None)
     if isinstance(built, Evaluation):
         return built
@@ -431,7 +354,7 @@ def _evaluate_baseline(ctx: _Context) -> Evaluation:
 
 
 def _crashed(
-    ctx: _Context,
+    ctx: CudaContext,
     run: HarnessRun,
     *,
     sizes: list[SizeResult],
@@ -480,7 +403,7 @@ def _crashed(
     )
 
 
-def _memcheck(ctx: _Context, impl: str, size_index: int | None) -> str:
+def _memcheck(ctx: CudaContext, impl: str, size_index: int | None) -> str:
     if not ctx.chain.sanitizer:
         return "compute-sanitizer not found; no memcheck log"
     size = ctx.spec.sizes[size_index if size_index is not None else 0]
@@ -499,7 +422,7 @@ def _memcheck(ctx: _Context, impl: str, size_index: int | None) -> str:
 # ---------------------------------------------------------------- baseline timing cache
 
 
-def baseline_cache(ctx: _Context) -> TimingCache:
+def baseline_cache(ctx: CudaContext) -> TimingCache:
     """The baseline's cached times: keyed by the task, precision, GPU model, harness, sources, sizes,
     constants, the timing protocol and nvcc."""
     spec, o = ctx.spec, ctx.options
@@ -524,7 +447,7 @@ def baseline_cache(ctx: _Context) -> TimingCache:
     return TimingCache(o, f"{spec.name}-{ctx.precision}", parts)
 
 
-def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation, bool]:
+def _baseline_times(ctx: CudaContext) -> tuple[dict[int, TimingStats] | Evaluation, bool]:
     o = ctx.options
     cache = baseline_cache(ctx)
 
@@ -575,7 +498,7 @@ def _baseline_times(ctx: _Context) -> tuple[dict[int, TimingStats] | Evaluation,
 # ---------------------------------------------------------------- profiling
 
 
-def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[Profile, ...], str]:
+def _profile(ctx: CudaContext, impl: str, kernel_regex: str | None) -> tuple[tuple[Profile, ...], str]:
     """One ncu call per size; a failure becomes a note, never a verdict."""
     o = ctx.options
     if not ctx.chain.ncu:
@@ -607,5 +530,5 @@ def _profile(ctx: _Context, impl: str, kernel_regex: str | None) -> tuple[tuple[
     return tuple(profiles), ""
 
 
-STEPS = Steps(context=_Context, candidate=_evaluate, baseline=_evaluate_baseline, validate=_validate)
+STEPS = Steps(context=CudaContext, candidate=_evaluate, baseline=_evaluate_baseline, validate=_validate)
 evaluate, evaluate_baseline, validate = entry_points(STEPS)

@@ -219,9 +219,10 @@ def _trusted(spec, chain, options, name, work_dir=None):
     """The candidate built as trusted code: no source or object check, so only the rest of the protocol stands
     between it and the verdict (docs/threat-model.md, defence in depth)."""
     from worker.engine.context import guarded
-    from worker.formats.cuda.evaluation import _Context, _evaluate
+    from worker.formats.cuda.context import CudaContext
+    from worker.formats.cuda.evaluation import _evaluate
 
-    ctx = _Context(spec, "fp32", options, chain, work_dir, None)
+    ctx = CudaContext(spec, "fp32", options, chain, work_dir, None)
     ctx.trusted = True
     return guarded(ctx, "candidate", lambda: _evaluate(ctx, candidate(name), None, False, trusted=True))
 

@@ -8,6 +8,16 @@ from tests.support.stack import ROOT
 
 
 @pytest.fixture
+def no_worker(monkeypatch):
+    """Runs and manual turns launched in a test go nowhere (the test is about the web, not the worker): the ids they
+    would have been sent with, in order."""
+    sent = []
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", sent.append)
+    monkeypatch.setattr("apps.runs.dispatch.enqueue_manual_turn", sent.append)
+    return sent
+
+
+@pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="alice", password="pw-alice-123")
 

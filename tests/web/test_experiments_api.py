@@ -14,15 +14,8 @@ from apps.runs.services import RunConfig
 from tests.web.test_experiments import _finish
 from tests.web.test_experiments_pages import _member_runs, _succeed, build_trio, launch, three_tasks
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_worker")]
 CB, ML, MB = "compute_bound", "memory_latency_bound", "memory_bandwidth_bound"
-
-
-@pytest.fixture(autouse=True)
-def no_worker(monkeypatch):
-    sent = []
-    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: sent.append(run_id))
-    return sent
 
 
 @pytest.fixture

@@ -31,17 +31,9 @@ from apps.runs.models import AgentCall, Run, RunStatus
 from apps.runs.services import RunConfig, run_claim
 from tests.web.test_experiments import _finish, _turn, clone
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_worker")]
 CB, ML, MB = "compute_bound", "memory_latency_bound", "memory_bandwidth_bound"
 EVIL = '<script>alert("x")</script>'
-
-
-@pytest.fixture(autouse=True)
-def no_worker(monkeypatch):
-    """Runs launched from a page go nowhere: the test is about the page, not the worker."""
-    sent = []
-    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: sent.append(run_id))
-    return sent
 
 
 def three_tasks(task) -> list[Task]:

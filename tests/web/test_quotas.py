@@ -21,16 +21,8 @@ from apps.runs.quotas import QuotaExceeded, limits_for
 from apps.runs.services import RunConfig, run_cancel, run_succeed, runs_launch
 from tests.web.test_experiments_pages import three_tasks
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_worker")]
 CODE = "__global__ void vadd(const float* A, const float* B, float* C, int N) {}\n"
-
-
-@pytest.fixture(autouse=True)
-def no_worker(monkeypatch):
-    sent = []
-    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", sent.append)
-    monkeypatch.setattr("apps.runs.dispatch.enqueue_manual_turn", sent.append)
-    return sent
 
 
 @pytest.fixture(autouse=True)

@@ -27,16 +27,9 @@ from tests.web.test_experiments import _finish, clone
 from worker.agents.trajectory import load
 from worker.engine.context import TIMING_PROTOCOLS
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_worker")]
 DEMO = Path(settings.BASE_DIR) / "demo" / "trajectories" / "softmax_fp32_trajectory.json"
 LAUNCH = {"model": "m", "rounds": 1, "debug_rounds": 0, "profile_mode": "none", "temperature": 0.2}
-
-
-@pytest.fixture(autouse=True)
-def no_worker(monkeypatch):
-    sent = []
-    monkeypatch.setattr("apps.runs.dispatch.enqueue_run", lambda run_id: sent.append(run_id))
-    return sent
 
 
 @pytest.fixture

@@ -393,7 +393,7 @@ def pair_cpu() -> tuple[int, ...]:
     """The one CPU both sides of an interleaved pair run on: on a VM the host's speed changes from CPU to CPU and
     from one second to the next (docs/benchmarks.md, "The host's speed inside one process"), and two processes
     taking turns on one CPU meet the same speed at every turn. The CPU this thread last ran on, so that the pairs of
-    workers on several GPUs spread out; () (no pinning) where /proc does not say or the CPU is not ours to use."""
+    workers on several GPUs tend to spread out; () (no pinning) where /proc does not say or the CPU is not ours."""
     try:
         stat = Path("/proc/thread-self/stat").read_text()
         cpu = int(stat.rsplit(")", 1)[1].split()[36])  # field 39, "processor"; fields after the name start at 3

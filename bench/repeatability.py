@@ -52,6 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.host_speed import no_aslr  # noqa: E402
 from worker.engine import toolchain as tc  # noqa: E402
 from worker.engine.harness import harness_argv, read_result, run_interleaved  # noqa: E402
 from worker.engine.results import TimingStats  # noqa: E402
@@ -164,16 +165,6 @@ def summarize(spec, precision: str, runs: dict) -> tuple[tuple, list[tuple]]:
     return (spec.name, precision, repeat["before"], repeat["after"], hosts), sizes_rows
 
 
-def _no_aslr() -> None:
-    """Children exec'd from now on get one fixed address layout (what `setarch -R` does)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    current = libc.personality(0xFFFFFFFF)
-    if current == -1 or libc.personality(current | 0x0040000) == -1:
-        raise SystemExit(f"personality(ADDR_NO_RANDOMIZE) failed: errno {ctypes.get_errno()}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", action="append", help="only these operators (repeatable)")
@@ -199,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                              "ADDR_NO_RANDOMIZE, inherited by the children): one address layout for all")
     args = parser.parse_args(argv)
     if args.no_aslr:
-        _no_aslr()
+        no_aslr()
 
     all_specs = {s.name: s for s in discover_tasks(TASKS, backends=("cuda",)).specs}
     specs = [s for s in all_specs.values() if not args.task or s.name in args.task]

@@ -85,7 +85,7 @@ def test_no_aslr_gives_every_later_child_the_same_address_layout():
         "stack = lambda: subprocess.run(['grep', '-m1', 'stack', '/proc/self/maps'], capture_output=True,"
         " text=True).stdout\n"
         "before = {stack() for _ in range(3)}\n"
-        "mod['_no_aslr']()\n"
+        "mod['no_aslr']()\n"
         "after = {stack() for _ in range(3)}\n"
         "print(len(before), len(after))\n"
     )

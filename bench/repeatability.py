@@ -13,10 +13,13 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
 - "after", twice, the protocol under test. `batched` (the default): the sizes whose reference call is under
   50 us timed in batches, the counts decided once from the reference (`--batch-fixed`), as the evaluator does
   with `batch_below_ms` (docs/evaluation.md, "Batching short calls"; `--batch-below-ms 0` times one call per
-  sample). `queued`: the same batches, each sample's
-  calls queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch
-  latency and its wake-up from a synchronize between calls are not timed (a baseline whose object queues work the
-  queued sample's wrappers cannot see is timed synchronized instead, as the evaluator does, and the run says so).
+  sample). `queued`: the evaluator's queued protocol (`worker eval --queued-timing`): the reference timed queued,
+  one call per sample, as the evaluator's cached baseline is, and the batches decided from it; each sample's calls
+  queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch latency
+  and its wake-up from a synchronize between calls are not timed; a task whose reference call synchronizes more
+  than once is timed in two `queued-interleaved` pairs, as the evaluator times it beside its baseline (a baseline
+  whose object queues work the queued sample's wrappers cannot see is timed synchronized instead, as the
+  evaluator does, and the run says so).
   `interleaved`: a pair of processes timing at once and taking turns on the GPU, one as the candidate and one as
   the baseline, P from the pair's own two sides (docs/evaluation.md, "Interleaved timing"), both on one CPU.
   `queued-interleaved`: every task in such pairs, with queued samples and the batches decided from the reference
@@ -250,10 +253,11 @@ def main(argv: list[str] | None = None) -> int:
             runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
         elif runs["reference"] is not None:
             ref = {i: TimingStats.from_dict(t) for i, t in runs["reference"].items() if i != "floor"}
-            if args.after == "queued" and syncs_per_call(ref) > 1:
+            trips = syncs_per_call(ref)
+            if args.after == "queued" and trips > 1:
                 protocol = "queued-interleaved"
                 print(f"  {spec.name}[{precision}]: timed in pairs, as the evaluator does: the call synchronizes "
-                      f"{syncs_per_call(ref):.3g} times", flush=True)
+                      f"{trips:.3g} times", flush=True)
             if protocol == "queued-interleaved":
                 batches = batches_for(ref, len(spec.sizes), args.batch_below_ms)
                 runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag, batches, queued)

@@ -64,7 +64,7 @@ describe() {
     build-cache) echo "two passes over vector_add and softmax: the second must reuse the build cache" ;;
     candidates) echo "bench/gpu_candidates.py: P and speedups of the hand-written faster candidates" ;;
     host-speed) echo "bench/host_speed.py --per-cpu --blocks 40: how far the host's own speed moves between processes and inside one (run it before repeatability)" ;;
-    repeatability) echo "bench/repeatability.py: every baseline timed as a candidate: a reference, then the protocol under test twice (REPEAT_ARGS --after), P repeat and CV per size (an otherwise idle GPU)" ;;
+    repeatability) echo "bench/repeatability.py: every baseline timed as a candidate: a reference, then the protocol under test twice (REPEAT_ARGS --after), P repeat and CV per size (an otherwise idle GPU), then bench/cv_anatomy.py on its samples" ;;
     agreement) echo "bench/agreement.py: MSKernelBench's published kernels through their harness and ours (MSKB_CHECKOUT, GPUS)" ;;
     pipeline-demo) echo "the agent pipeline with the scripted LLM (demo/scripts) on softmax, matrix_mul, dot_product FP32: trajectories" ;;
     pipeline-demo-formats) echo "the agent pipeline with the scripted LLM on a KernelBench and a task.yaml task: trajectories" ;;
@@ -234,7 +234,8 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
         resume=" --resume $S/repeatability-resume.json"
       fi
       run "$T$PY bench/repeatability.py --jobs $jobs --json $O/repeatability.json$resume ${REPEAT_ARGS:-} \
-> $O/repeatability.txt 2>&1; _rc=\$?; grep -E 'P repeat|within|CV of' $O/repeatability.txt | tail -60; (exit \$_rc)" ;;
+> $O/repeatability.txt 2>&1; _rc=\$?; grep -E 'P repeat|within|CV of' $O/repeatability.txt | tail -60; \
+$PY bench/cv_anatomy.py --sizes $O/repeatability.json > $O/cv-anatomy.txt 2>&1; tail -1 $O/cv-anatomy.txt; (exit \$_rc)" ;;
     agreement)
       # The working folder stays in scratch (hundreds of files); its tables and a tarball of the logs come back.
       run "[ -d \"\${MSKB_CHECKOUT:-}\" ] || { echo 'agreement: set MSKB_CHECKOUT to a checkout of MSKernelBenchDemo'; false; }"

@@ -377,7 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug-rounds", type=int, default=3)
     p.add_argument("--profile", choices=ncu.PROFILE_MODES, default="filtered")
     p.add_argument("--queued-timing", action="store_true",
-                   help="time every turn queued, the kernel's own time, instead of synchronized (docs/evaluation.md, "
+                   help="time every turn queued, the kernel's own time, instead of synchronized, and beside its "
+                        "baseline where the baseline's call waits for the device more than once (docs/evaluation.md, "
                         "\"Timing protocol\"); the trajectory records it as timing_protocol")
     p.add_argument("--temperature", type=float, default=0.2)
     p.add_argument("--no-compiler-agent", action="store_true", help="default flags instead of the agent's")

@@ -207,7 +207,7 @@ class TurnSerializer(serializers.ModelSerializer):
     class Meta:
         model = Turn
         fields = [*TURN_SUMMARY_FIELDS, "scheme", "code", "compile_command", "compile_log", "ptxas", "results",
-                  "profiles", "agent_calls"]
+                  "notes", "profiles", "agent_calls"]
 
 
 class EventSerializer(serializers.Serializer):

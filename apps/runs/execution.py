@@ -118,6 +118,7 @@ class DjangoSink:
                 compile_log=compile_result.log if compile_result else "",
                 ptxas={"kernels": [r.to_dict() for r in compile_result.resources]} if compile_result else {},
                 results=[s.to_dict() for s in evaluation.sizes],
+                notes=list(evaluation.notes),
                 compile_seconds=evaluation.phases.get("compile", 0.0),
                 eval_seconds=sum(evaluation.phases.get(k, 0.0) for k in ("check", "time", "memcheck")),
                 profile_seconds=evaluation.phases.get("profile", 0.0),

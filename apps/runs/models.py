@@ -168,6 +168,10 @@ class Turn(models.Model):
     )
     verdict = models.CharField(max_length=32, blank=True, help_text="ok, rejected, compile_error, incorrect, ...")
     reason = models.TextField(blank=True)
+    notes = models.JSONField(
+        default=list, blank=True,
+        help_text="How the engine built and timed this turn, e.g. timed beside its baseline, flags replaced.",
+    )
     score = models.FloatField(null=True, blank=True, help_text="Complexity-weighted speedup P.")
     valid = models.BooleanField(default=False)
     llm_seconds = models.FloatField(default=0)

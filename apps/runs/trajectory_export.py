@@ -64,6 +64,7 @@ def _evaluation(run: Run, turn: Turn) -> dict | None:
         "reason": turn.reason,
         "kind": "baseline" if turn.kind == "baseline" else "candidate",
         "sizes": list(turn.results or []),
+        "notes": list(turn.notes or []),
         "score": turn.score,
         "compile": compile_result,
         "profiles": profiles,

@@ -251,3 +251,22 @@ def test_a_synchronized_run_shows_synchronized(user, task):
     Turn.objects.create(run=run, round_index=0, kind=TurnKind.BASELINE, code="//", verdict="ok")
     html = page_for(user).get(reverse("runs:detail", args=[run.pk])).content.decode()
     assert ">synchronized</span>" in html
+
+
+def test_how_a_turn_was_timed_is_kept_with_it_and_shown_on_its_panel_in_the_api_and_in_an_export(library, admin_user):
+    note = "timed beside its baseline, taking turns on one CPU: its call waits for the device 5 times"
+    data = load(DEMO)
+    turn = next(t for t in data["turns"] if t["round_index"] == 1 and t.get("evaluation"))
+    turn["evaluation"]["notes"] = [note]
+    run = trajectory_import(data, owner=admin_user)
+    stored = Turn.objects.get(run=run, round_index=1, debug_index=turn["debug_index"])
+    assert stored.notes == [note]
+    assert not Turn.objects.get(run=run, kind=TurnKind.BASELINE).notes
+
+    panel = page_for(admin_user).get(reverse("runs:panel", args=[run.pk]),
+                                     {"turn": f"1.{turn['debug_index']}"}).content.decode()
+    assert f'<ul class="turn-notes" aria-label="How this turn was built and timed"><li>{note}</li></ul>' in panel
+    assert api_for(admin_user).get(reverse("api:turn-detail", args=[stored.pk])).json()["notes"] == [note]
+    exported = json.loads(json.dumps(trajectory_export(run)))
+    assert next(t for t in exported["turns"] if t["round_index"] == 1
+                and t["debug_index"] == turn["debug_index"])["evaluation"]["notes"] == [note]

@@ -34,6 +34,7 @@ floor under every time); per task also the empty call of each "after" process, h
 host's own speed, and the summary names the misses whose two processes' empty calls lay 5 % or more apart (the host
 ran at another speed: bench/host_speed.py, docs/benchmarks.md "The host's speed between processes"). The goals
 (issue 17): P within 2 % for at least 95 % of the tasks; CV under 2 % wherever a call takes 10 us or more.
+bench/cv_anatomy.py reads the --json and says what each size's CV over 2 % is made of (slow samples, drift, spread).
 Without a GPU it only builds (and prints the tables of the resumed tasks).
 
 --resume takes the --json of an earlier run cut short (a time limit), or several (one per shard of a multi-GPU run:

@@ -282,6 +282,9 @@ struct Options {
   // host queues the start event, the calls and the stop event, so the events span the GPU's work and not the
   // host's launch latency; the evaluator asks for it only where stream 0 orders all of the candidate's work.
   bool queued = false;
+  // time, queued: a size whose warm-up calls closed a segment (they synchronize inside) is timed one call per
+  // sample unless this is set; set, it keeps its batch like any other (an experiment: docs/benchmarks.md).
+  bool batch_syncing = false;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
@@ -435,6 +438,8 @@ inline Options parse_options(int argc, char** argv) {
       }
     } else if (flag == "--queued") {
       o.queued = parse_integer(flag, value, 0) != 0;
+    } else if (flag == "--batch-syncing") {
+      o.batch_syncing = parse_integer(flag, value, 0) != 0;
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -1725,7 +1730,7 @@ class Driver {
     // would be launched after the previous one's synchronize onto an idle GPU, its launch latency (the spread
     // queued samples exist to avoid) inside its segment. Alone, it starts behind the spacer.
     const bool synchronizes_inside = opt_.queued && warm_closed > 0;
-    const int batch = synchronizes_inside ? 1
+    const int batch = synchronizes_inside && !opt_.batch_syncing ? 1
                       : opt_.batch_fixed.empty()
                           ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())
                           : fit_in_memory(opt_.batch_fixed[rec.index], sets[0]->device_bytes());

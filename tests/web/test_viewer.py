@@ -48,6 +48,12 @@ def test_the_viewer_shows_header_timeline_best_turn_diff_and_every_tab(client, u
     assert 'data-chart="score"' in html and 'data-chart="speedup"' in html
 
 
+def test_the_viewer_uses_the_whole_width_of_a_wide_screen_and_other_pages_keep_their_measure(client, user, demo_run):
+    client.force_login(user)
+    assert '<main class="wide">' in page(client, demo_run)  # two code panes side by side
+    assert "<main>" in client.get(reverse("runs:list")).content.decode()
+
+
 def test_a_compile_error_links_to_the_code_line(client, user, demo_run):
     client.force_login(user)
     html = page(client, demo_run, turn="1.0")

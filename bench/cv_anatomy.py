@@ -9,6 +9,8 @@ whose CV is 2 % or more by what their samples show:
 
 - "slow samples": a few samples far above the rest (beyond the median plus 4 robust sigmas, sigma = IQR / 1.349)
   carry the CV; without them it is under 2 %. Something took the GPU or the host away for those samples.
+- "alternating": consecutive samples take turns high and low (lag-1 autocorrelation -0.5 or below): something
+  that changes with the sample's parity, not noise.
 - "drift": the samples move slowly through the run: the median of the last third lies 2 % or more from the first
   third's. A clock or state that changes over seconds.
 - "spread": neither; the samples themselves are wide (robust CV = IQR / 1.349 / median is printed beside it).
@@ -28,6 +30,7 @@ import numpy as np
 
 GOAL = 0.02  # issue 17: CV under 2 % wherever the call takes 10 us or more
 FENCE = 4.0  # robust sigmas above the median that make a sample "slow"
+ALTERNATING = -0.5  # lag-1 autocorrelation at or below which consecutive samples take turns
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Anatomy:
     cv_without_slow: float
     slow: int  # samples beyond the fence
     drift: float  # median of the last third / median of the first third - 1
+    lag1: float  # autocorrelation of consecutive samples: near -1 when they take turns high and low
 
     @property
     def kind(self) -> str:
@@ -44,6 +48,8 @@ class Anatomy:
             return "ok"
         if self.slow and self.cv_without_slow < GOAL:
             return "slow samples"
+        if self.lag1 <= ALTERNATING:
+            return "alternating"
         return "drift" if abs(self.drift) >= GOAL else "spread"
 
 
@@ -55,10 +61,13 @@ def anatomy(samples: list[float]) -> Anatomy:
     sigma = (q3 - q1) / 1.349
     kept = x[x <= median + FENCE * max(sigma, 1e-3 * median)]
     third = max(1, len(x) // 3)
+    dev = x - mean
+    power = float((dev * dev).sum())
     return Anatomy(cv=cv, robust_cv=float(sigma / median) if median > 0 else 0.0,
                    cv_without_slow=float(kept.std(ddof=1) / kept.mean()) if len(kept) > 1 else 0.0,
                    slow=int(len(x) - len(kept)),
-                   drift=float(np.median(x[-third:]) / np.median(x[:third]) - 1))
+                   drift=float(np.median(x[-third:]) / np.median(x[:third]) - 1),
+                   lag1=float((dev[:-1] * dev[1:]).sum() / power) if power > 0 else 0.0)
 
 
 def processes(runs: dict) -> list[dict]:
@@ -90,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", action="store_true", help="also one row per size whose CV is 2 %% or more")
     args = parser.parse_args(argv)
     entries = [e for path in args.json for e in json.loads(Path(path).read_text())]
-    kinds = ("slow samples", "drift", "spread")
+    kinds = ("slow samples", "alternating", "drift", "spread")
     totals = dict.fromkeys(("sizes", "over", *kinds), 0)
     task_rows, size_rows = [], []
     for entry in entries:
@@ -110,19 +119,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no size of {args.min_us:g} us or more with samples in {', '.join(args.json)}", file=sys.stderr)
         return 1
     if args.sizes:
-        print("| task | prec | size | call (us) | CV | robust CV | CV without slow samples | slow samples | drift "
-              "| kind |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| task | prec | size | call (us) | CV | robust CV | CV without slow samples | slow samples | lag-1 "
+              "| drift | kind |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for task, prec, i, us, a in size_rows:
             print(f"| {task} | {prec} | {i} | {us:.1f} | {a.cv:.2%} | {a.robust_cv:.2%} | {a.cv_without_slow:.2%} | "
-                  f"{a.slow} | {a.drift:+.2%} | {a.kind} |")
+                  f"{a.slow} | {a.lag1:+.2f} | {a.drift:+.2%} | {a.kind} |")
         print()
-    print(f"| task | prec | sizes >= {args.min_us:g} us | CV >= 2 % | slow samples | drift | spread | worst CV | "
-          "its robust CV |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| task | prec | sizes >= {args.min_us:g} us | CV >= 2 % | slow samples | alternating | drift | spread | "
+          "worst CV | its robust CV |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for task, prec, n, over, counts, worst in task_rows:
-        print(f"| {task} | {prec} | {n} | {over} | {counts['slow samples']} | {counts['drift']} | {counts['spread']} | "
-              f"{worst.cv:.2%} | {worst.robust_cv:.2%} |")
+        print(f"| {task} | {prec} | {n} | {over} | " + " | ".join(str(counts[k]) for k in kinds) +
+              f" | {worst.cv:.2%} | {worst.robust_cv:.2%} |")
     print(f"\nCV of 2 % or more at {totals['over']} of {totals['sizes']} sizes of {args.min_us:g} us or more: "
           + ", ".join(f"{totals[k]} {k}" for k in kinds))
     return 0

@@ -27,14 +27,28 @@ def steady(ms: float, n: int = 50) -> np.ndarray:
     return ms * (1 + RNG.normal(0, 0.002, n))
 
 
+def table(out: str, header: str) -> list[dict]:
+    """The rows of the markdown table whose header starts with `header`, keyed by column."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    keys = [k.strip() for k in lines[start].strip("|").split("|")]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(keys, (v.strip() for v in line.strip("|").split("|")), strict=True)))
+    return rows
+
+
 def test_each_size_over_the_goal_is_sorted_by_what_its_samples_show(tmp_path, capsys):
     slow = steady(0.1)
     slow[[7, 31]] = 0.2  # two samples twice as long: the rest lie within 0.2 %
     drift = 0.1 * np.linspace(1.0, 1.08, 50) * (1 + RNG.normal(0, 0.001, 50))
     spread = 0.1 * (1 + RNG.normal(0, 0.05, 50))
+    alternating = 0.1 * (1 + 0.04 * np.resize([1, -1], 50)) * (1 + RNG.normal(0, 0.002, 50))
     short = 0.005 * (1 + RNG.normal(0, 0.2, 50))  # 5 us: below --min-us, not counted however wide
     after = {"0": timing(slow), "1": timing(drift), "2": timing(spread), "3": timing(short),
-             "4": timing(steady(0.1)), "floor": 0.01}
+             "4": timing(steady(0.1)), "5": timing(alternating), "floor": 0.01}
     reference = {k: timing(steady(v["mean_ms"])) for k, v in after.items() if k != "floor"} | {"floor": 0.01}
     paired = {"candidate": {"0": timing(steady(0.05))}, "baseline": {"0": timing(spread[:40])}}
     saved = [
@@ -49,16 +63,19 @@ def test_each_size_over_the_goal_is_sorted_by_what_its_samples_show(tmp_path, ca
 
     assert cv_anatomy.main([str(path), "--sizes"]) == 0
     out = capsys.readouterr().out
-    rows = {line.split(" | ")[2]: line for line in out.splitlines()
-            if line.startswith("| vector_add | fp32 | ") and line.count("|") == 11}  # the size rows
-    assert rows["0"].endswith("| 2 | " + rows["0"].split(" | ")[8] + " | slow samples |")
-    assert rows["1"].endswith("| drift |")
-    assert rows["2"].endswith("| spread |")
-    assert "3" not in rows and "4" not in rows  # too short; within the goal
-    assert any(line.startswith("| rms_norm | fp32 | 0 | 50.0 |") and line.endswith("| spread |")
-               for line in out.splitlines())
-    assert "| vector_add | fp32 | 4 | 3 | 1 | 1 | 1 |" in out
-    assert "CV of 2 % or more at 4 of 5 sizes of 10 us or more: 1 slow samples, 1 drift, 2 spread" in out
+    sizes = {(r["task"], r["size"]): r for r in table(out, "| task | prec | size |")}
+    assert sizes["vector_add", "0"]["kind"] == "slow samples" and sizes["vector_add", "0"]["slow samples"] == "2"
+    assert float(sizes["vector_add", "0"]["CV without slow samples"].rstrip("%")) < 2
+    assert sizes["vector_add", "1"]["kind"] == "drift"
+    assert sizes["vector_add", "2"]["kind"] == "spread"
+    assert sizes["vector_add", "5"]["kind"] == "alternating" and float(sizes["vector_add", "5"]["lag-1"]) < -0.9
+    assert ("vector_add", "3") not in sizes and ("vector_add", "4") not in sizes  # too short; within the goal
+    assert sizes["rms_norm", "0"]["call (us)"] == "50.0" and sizes["rms_norm", "0"]["kind"] == "spread"
+    tasks = {r["task"]: r for r in table(out, "| task | prec | sizes >=")}
+    assert [tasks["vector_add"][k] for k in ("sizes >= 10 us", "CV >= 2 %", "slow samples", "alternating", "drift",
+                                            "spread")] == ["5", "4", "1", "1", "1", "1"]
+    assert ("CV of 2 % or more at 5 of 6 sizes of 10 us or more: 1 slow samples, 1 alternating, 1 drift, 2 spread"
+            in out)
 
 
 def test_a_json_without_samples_says_so(tmp_path, capsys):

@@ -13,7 +13,7 @@ whose CV is 2 % or more by what their samples show:
   that changes with the sample's parity, not noise.
 - "drift": the samples move slowly through the run: the median of the last third lies 2 % or more from the first
   third's. A clock or state that changes over seconds.
-- "spread": neither; the samples themselves are wide (robust CV = IQR / 1.349 / median is printed beside it).
+- "spread": none of these; the samples themselves are wide (robust CV = IQR / 1.349 / median is printed beside it).
 
 A size is counted once, by the worst of its processes. Without --sizes only the per-task table and the summary.
 """

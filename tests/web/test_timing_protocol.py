@@ -270,3 +270,26 @@ def test_how_a_turn_was_timed_is_kept_with_it_and_shown_on_its_panel_in_the_api_
     exported = json.loads(json.dumps(trajectory_export(run)))
     assert next(t for t in exported["turns"] if t["round_index"] == 1
                 and t["debug_index"] == turn["debug_index"])["evaluation"]["notes"] == [note]
+
+
+@pytest.mark.parametrize("notes, message", [
+    (5, r"turn 1\.\d: evaluation.notes must be a list of strings, not 5"),
+    ("timed alone", r"turn 1\.\d: evaluation.notes must be a list of strings, not 'timed alone'"),
+    ([1], r"turn 1\.\d: evaluation.notes must be a list of strings, not \[1\]"),
+])
+def test_a_turn_whose_notes_are_not_a_list_of_strings_is_refused_naming_it_and_nothing_is_stored(
+        library, admin_user, notes, message):
+    data = load(DEMO)
+    next(t for t in data["turns"] if t["round_index"] == 1 and t.get("evaluation"))["evaluation"]["notes"] = notes
+    with pytest.raises(TrajectoryImportError, match=message):
+        trajectory_import(data, owner=admin_user)
+    assert not Run.objects.exists() and not Turn.objects.exists()
+
+
+def test_a_turn_with_a_malformed_evaluation_is_refused_naming_the_turn_and_the_field(library, admin_user):
+    data = load(DEMO)
+    del next(t for t in data["turns"] if t["round_index"] == 2 and t.get("evaluation"))["evaluation"]["verdict"]
+    with pytest.raises(TrajectoryImportError, match=r"turn 2\.\d is not a turn this KernelWeb recorded "
+                                                    r"\(KeyError: 'verdict'\)"):
+        trajectory_import(data, owner=admin_user)
+    assert not Run.objects.exists()

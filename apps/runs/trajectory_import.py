@@ -21,7 +21,7 @@ from apps.runs.execution import DjangoSink
 from apps.runs.models import Run, RunStatus, TimingProtocol, TurnVerification, VerificationStatus
 from apps.runs.services import run_transition
 from worker.agents.pipeline import AgentCallRecord, TurnRecord
-from worker.engine.results import Evaluation
+from worker.engine.results import Evaluation, MalformedEvaluation
 
 
 class TrajectoryImportError(ValueError):
@@ -30,14 +30,13 @@ class TrajectoryImportError(ValueError):
 
 def _turn(data: dict) -> TurnRecord:
     label = f"turn {data.get('round_index')}.{data.get('debug_index')}" if isinstance(data, dict) else "a turn"
-    notes = (data.get("evaluation") or {}).get("notes", []) if isinstance(data, dict) else []
-    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        raise TrajectoryImportError(f"{label}: evaluation.notes must be a list of strings, not {notes!r:.80}")
     try:
         fields = {k: v for k, v in data.items() if k in TurnRecord.__dataclass_fields__}
         fields["evaluation"] = Evaluation.from_dict(data["evaluation"]) if data.get("evaluation") else None
         fields["parent"] = tuple(data["parent"]) if data.get("parent") else None
         return TurnRecord(**fields)
+    except MalformedEvaluation as exc:  # names its field
+        raise TrajectoryImportError(f"{label}: {exc}") from None
     except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong kind
         raise TrajectoryImportError(f"{label} is not a turn this KernelWeb recorded ({type(exc).__name__}: "
                                     f"{exc}); export it again from the run, or fix that field") from None

@@ -1726,9 +1726,10 @@ class Driver {
       warm.push_back(timed_warmup(*sets[0], &enqueue.back(), &warm_closed));
       warmed += warm.back();
     }
-    // Queued, a call that synchronizes inside is timed one per sample: in a batch every call after the first
-    // would be launched after the previous one's synchronize onto an idle GPU, its launch latency (the spread
-    // queued samples exist to avoid) inside its segment. Alone, it starts behind the spacer.
+    // Queued, a call that synchronizes inside is timed one per sample: in a batch every call after the first adds
+    // the host's time from the previous call's synchronize to its own first launch (kw_sync.h), which moves with
+    // the host's speed; measured with --batch-syncing, the shortest calls stopped repeating (docs/benchmarks.md,
+    // "Calls that synchronize inside, in batches"). Alone, a call starts behind the spacer.
     const bool synchronizes_inside = opt_.queued && warm_closed > 0;
     const int batch = synchronizes_inside && !opt_.batch_syncing ? 1
                       : opt_.batch_fixed.empty()

@@ -228,7 +228,7 @@ class Evaluation(_Serializable):
         d["sizes"] = tuple(SizeResult.from_dict(s) for s in d.get("sizes", ()))
         d["profiles"] = tuple(Profile.from_dict(p) for p in d.get("profiles", ()))
         for key in ("flags", "notes", "static_violations"):
-            d[key] = tuple(d.get(key, ()))
+            d[key] = _strings(d.get(key, ()), f"evaluation.{key}")
         if d.get("compile") is not None:
             d["compile"] = CompileResult.from_dict(d["compile"])
         if d.get("crash") is not None:
@@ -238,6 +238,17 @@ class Evaluation(_Serializable):
     @classmethod
     def from_json(cls, text: str) -> Evaluation:
         return cls.from_dict(json.loads(text))
+
+
+class MalformedEvaluation(ValueError):
+    """A recorded evaluation with a field of the wrong kind; the message names the field."""
+
+
+def _strings(value: Any, name: str) -> tuple[str, ...]:
+    """A list of strings as a tuple; anything else (a bare string would split into characters) is refused."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise MalformedEvaluation(f"{name} must be a list of strings, not {value!r:.80}")
+    return tuple(value)
 
 
 def _num(value: float) -> str:

@@ -414,15 +414,14 @@ def mode_time(args: argparse.Namespace) -> dict[str, Any]:
             # cost (calibrated on an empty call) is work the candidate left on other streams.
             checkpoint("timed calls without the device-wide sync")
             n = max(1, min(args.iters, 50))
-            loose, _, _ = timing.timed(call, task.device, n, flush, False)
-            idle_sync, _, _ = timing.timed(lambda: None, task.device, 20, None, True)
-            idle_loose, _, _ = timing.timed(lambda: None, task.device, 20, None, False)
+            synced, loose = timing.synced_and_loose(call, task.device, n, flush)
+            idle_sync, idle_loose = timing.synced_and_loose(lambda: None, task.device, 20, None)
             # Medians: one slow call in 50 (a CV of 176 % on an H100) must not read as work on another stream.
             overhead = max(0.0, statistics.median(idle_sync) - statistics.median(idle_loose))
             loose_median = statistics.median(loose)
             result["unsynced_median_ms"] = loose_median
             result["sync_overhead_ms"] = overhead
-            result["stream_gap"] = max(statistics.median(events) - overhead, 0.0) / max(loose_median, 1e-4)
+            result["stream_gap"] = max(statistics.median(synced) - overhead, 0.0) / max(loose_median, 1e-4)
     result["env"] = env_info(task.device)
     return result
 

@@ -75,6 +75,21 @@ def timed(
     return events, host, None
 
 
+def synced_and_loose(call: Callable[[], Any], device: torch.device, pairs: int,
+                     flush: torch.Tensor | None) -> tuple[list[float], list[float]]:
+    """The same call timed with and without the device-wide sync, the two kinds alternating call by call (which
+    comes first alternates too): a slow stretch of the host or a GPU clock change then falls on both alike.
+    Timed as two separate phases, a host slowed by other work for one of them read as work on another stream
+    (2.8x on an H200 with other tests building beside it)."""
+    synced: list[float] = []
+    loose: list[float] = []
+    for k in range(pairs):
+        for device_sync in ((True, False) if k % 2 == 0 else (False, True)):
+            events, _, _ = timed(call, device, 1, flush, device_sync)
+            (synced if device_sync else loose).extend(events)
+    return synced, loose
+
+
 class FreshInputs:
     """Call k's inputs: the task's get_inputs() under seed base + k, drawn on the device (so the GPU does not idle,
     and lower its clock, while the host draws them), copied into the buffers every call uses. The base is drawn

@@ -63,3 +63,22 @@ def test_inputs_that_need_the_host_are_drawn_there_and_still_reach_the_device(tm
     drawn = task_on("meta", "fp32", tmp_path, host_only).drawn_on_device(3)
     assert drawn[1] == "cpu"  # numpy() refused the device's tensor, so get_inputs() ran again on the host
     assert drawn[0].device.type == "meta" and drawn[0].shape == (64, 32)
+
+
+def test_a_host_slowed_for_a_stretch_of_the_run_falls_on_synced_and_loose_samples_alike():
+    """The stream-gap check compares synced with loose samples; timed as two phases, a slow stretch that hit one
+    phase only read as work on another stream. Alternated call by call, both medians see it."""
+    import statistics
+    import time
+
+    from worker.formats.pytorch.torch_timed import synced_and_loose
+
+    calls = []
+
+    def call():
+        calls.append(None)
+        time.sleep(0.004 if len(calls) <= 10 else 0.0005)  # the first half of the run is slow
+
+    synced, loose = synced_and_loose(call, torch.device("cpu"), 10, None)
+    assert len(synced) == len(loose) == 10 and len(calls) == 20
+    assert 0.6 < statistics.median(synced) / statistics.median(loose) < 1.6

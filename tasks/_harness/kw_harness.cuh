@@ -272,6 +272,7 @@ struct Options {
   int warmup = 3;
   int iters = 50;
   long long l2_flush_bytes = -1;  // -1: 2x the device's L2
+  bool l2_flush_read = false;     // --l2-flush-mode read: load the buffer instead of writing it (an experiment)
   double atol = kDefaultAtol, rtol = kDefaultRtol;
   // time: a call shorter than batch_below_ms (median of the warm-up) is timed in batches of launches on
   // distinct buffer sets, about batch_target_ms per sample, at most max_batch launches. Off here (0); the
@@ -415,6 +416,11 @@ inline Options parse_options(int argc, char** argv) {
       o.iters = int(parse_integer(flag, value, 1));
     } else if (flag == "--l2-flush-bytes") {
       o.l2_flush_bytes = parse_integer(flag, value, 0);
+    } else if (flag == "--l2-flush-mode") {
+      if (value != "write" && value != "read") {
+        fail("bad_args", "--l2-flush-mode must be write or read, not '" + value + "'");
+      }
+      o.l2_flush_read = value == "read";
     } else if (flag == "--batch-below-ms") {
       o.batch_below_ms = parse_number(flag, value);
     } else if (flag == "--batch-target-ms") {
@@ -1373,6 +1379,7 @@ class Report {
     j.key("seeds").integer(opt_.seeds).key("seed_base").integer((long long)opt_.seed_base);
     j.key("warmup").integer(opt_.warmup).key("iters").integer(opt_.iters);
     j.key("l2_flush_bytes").integer(l2_flush_bytes);
+    j.key("l2_flush_mode").str(opt_.l2_flush_read ? "read" : "write");
     j.key("protocol").str(opt_.queued ? "queued" : "synchronized");
     j.key("atol").num(opt_.atol).key("rtol").num(opt_.rtol);
     j.key("constants");
@@ -1579,8 +1586,24 @@ class Driver {
     kw_sync_attach(&sync_);
     if (report_.l2_flush_bytes > 0) {
       cuda_check(cudaMalloc(&flush_, size_t(report_.l2_flush_bytes)), "allocate the L2 flush buffer");
+      // Zeros, so read_flush_kernel's sum is known (its store never happens).
+      cuda_check(cudaMemset(flush_, 0, size_t(report_.l2_flush_bytes)), "clear the L2 flush buffer");
     }
     measure_empty_call();
+  }
+
+  // Before each sample: nothing of the last one stays in L2. Written by default (a memset of the buffer);
+  // --l2-flush-mode read loads it instead, leaving no dirty lines (read_flush_kernel).
+  void flush_l2(int it) {
+    const size_t bytes = size_t(report_.l2_flush_bytes);
+    if (opt_.l2_flush_read) {
+      const size_t n = bytes / sizeof(uint4);
+      timed::read_flush_kernel<<<timed::grid_for(n), 256>>>(static_cast<const uint4*>(flush_), n,
+                                                            static_cast<unsigned*>(flush_));
+      cuda_check(cudaGetLastError(), "L2 flush");
+    } else {
+      cuda_check(cudaMemsetAsync(flush_, it & 0xff, bytes), "L2 flush");
+    }
   }
 
   // The floor: an empty kernel timed as a timed call is (in the protocol of this run, sample()).
@@ -1777,7 +1800,7 @@ class Driver {
       held.emplace(turns_);  // one sample and its checks
       const uint64_t sample_seed = stream_seed(seed, "timed sample " + std::to_string(it));
       for (size_t b = 0; b < sets.size(); ++b) sets[b]->refresh(sample_seed + b);
-      if (flush_) cuda_check(cudaMemsetAsync(flush_, it & 0xff, size_t(report_.l2_flush_bytes)), "L2 flush");
+      if (flush_) flush_l2(it);
       cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
       double host_ms = 0;
       const float ms = sample(int(sets.size()), [&](int b) { task_.launch(*sets[b], opt_.impl); }, "timed call",

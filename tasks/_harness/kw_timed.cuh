@@ -68,6 +68,7 @@ __global__ void compare_kernel(const void* got, const void* expected, int type, 
                                unsigned long long* bad, unsigned long long* first);
 __global__ void empty_kernel();
 __global__ void spacer_kernel(long long ns);
+__global__ void read_flush_kernel(const uint4* p, size_t n, unsigned* sink);
 
 #ifdef KW_HARNESS_RUNTIME
 // A fresh draw from the buffer's distribution (uniform, normal, randint).
@@ -132,6 +133,19 @@ __global__ void spacer_kernel(long long ns) {
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while ((long long)(now - start) < ns);
+}
+
+// The L2 flush by reading (kwbench --l2-flush-mode read): every line of the buffer loaded and none written, so
+// the flush leaves no dirty lines for the timed call's first kernel to write back (the experiment of
+// docs/benchmarks.md, "Where the alternation comes from"). The buffer holds zeros, so the store never happens;
+// it is there so the loads cannot be dropped.
+__global__ void read_flush_kernel(const uint4* p, size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
 }
 #endif  // KW_HARNESS_RUNTIME
 

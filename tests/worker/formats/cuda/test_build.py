@@ -239,3 +239,26 @@ def test_every_task_links_one_shared_runtime_object_and_keeps_only_its_own_code(
         assert not any("run_main" in name for name in own), "the task's harness.o compiled the runtime again"
     roles = [json.loads(meta.read_text())["role"] for meta in (cache / "objects").glob("*.json")]
     assert roles.count("runtime") == 1 and roles.count("harness") == 2  # the second task reused the first's
+
+
+def test_kwbench_refuses_an_unknown_l2_flush_mode_and_names_the_two_it_takes(no_gpu_chain, tmp_path):
+    """--l2-flush-mode is read before the device is opened, so a typo is a usage error on any host."""
+    import json
+    import subprocess
+
+    from testing.gpu_candidates import LIBRARY
+
+    built = build(LIBRARY["vector_add"], "fp32", no_gpu_chain, None, work_dir=tmp_path / "w",
+                  cache_dir=tmp_path / "cache")
+    assert built.ok, built.failure.log if built.failure else built.link.log
+
+    def error_of(mode: str) -> dict:
+        out = tmp_path / f"{mode}.json"
+        subprocess.run([built.executable, "--mode", "time", "--impl", "baseline", "--size", "N=1024",
+                        "--l2-flush-mode", mode, "--out", str(out)], capture_output=True, timeout=120)
+        return json.loads(out.read_text()).get("error") or {}
+
+    refused = error_of("sideways")
+    assert refused["kind"] == "bad_args"
+    assert refused["message"] == "--l2-flush-mode must be write or read, not 'sideways'"
+    assert error_of("read").get("kind") != "bad_args"  # accepted: no device here, or a timed run on a GPU host

@@ -2,7 +2,7 @@
 
 import pytest
 
-from worker.engine.results import Evaluation, Verdict
+from worker.engine.results import Evaluation, SizeResult, TimingStats, Verdict
 from worker.engine.verification import Outcome, compare, fresh_options
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -23,6 +23,27 @@ def test_p_far_from_the_record_disagrees_and_says_by_how_much():
     agreement = compare("ok", 6.0, H100, fresh(score=1.5))
     assert agreement.outcome is Outcome.DISAGREES
     assert "1.50× in the fresh run against 6.00× recorded" in agreement.summary and "-75 %" in agreement.summary
+
+
+def timing(cv):
+    return TimingStats(samples=50, mean_ms=0.01, median_ms=0.01, min_ms=0.009, max_ms=0.02, std_ms=0.01 * cv, cv=cv)
+
+
+def sized(score, *cvs):
+    sizes = tuple(SizeResult(index=i, params={"N": 1024 << (2 * i)}, complexity=1.0, baseline=timing(0.01),
+                             candidate=timing(cv)) for i, cv in enumerate(cvs))
+    return Evaluation(task="vector_add", precision="fp32", verdict=Verdict.OK, score=score, gpu=H100, sizes=sizes)
+
+
+def test_a_disagreement_where_the_fresh_times_were_noisy_says_so_and_what_to_do():
+    agreement = compare("ok", 3.85, H100, sized(7.05, 0.02, 0.317))
+    assert agreement.outcome is Outcome.DISAGREES
+    assert "noisy (CV 31.7 % at N=4096)" in agreement.summary and "verify again on an idle GPU" in agreement.summary
+
+
+def test_a_disagreement_with_steady_times_gets_no_noise_hint():
+    agreement = compare("ok", 3.85, H100, sized(7.05, 0.01, 0.02))
+    assert agreement.outcome is Outcome.DISAGREES and "noisy" not in agreement.summary
 
 
 def test_a_candidate_wrong_on_unseen_inputs_disagrees_with_the_reason():

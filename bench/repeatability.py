@@ -90,11 +90,11 @@ def time_once(exe: str, spec, precision: str, work: Path, iters: int, tag: str, 
 
 
 def time_pair(exe: str, spec, precision: str, work: Path, iters: int, tag: str, batches: list[int] | None = None,
-              queued: bool = False) -> dict | None:
+              queued: bool = False, extra: tuple[str, ...] = ()) -> dict | None:
     """The baseline timed as a candidate beside itself, interleaved: {"candidate": ..., "baseline": ...}."""
     pair = run_interleaved(exe, exe, spec, precision, [dict(s) for s in spec.sizes], work / f"{tag}-candidate",
                            work / f"{tag}-baseline", 1800, candidate_impl="baseline", iters=iters, batches=batches,
-                           queued=queued)
+                           queued=queued, extra=extra)
     sides = {"candidate": _timings(pair.candidate.data, tag, pair.candidate.result.stderr),
              "baseline": _timings(pair.reference.data, tag, pair.reference.result.stderr)}
     return sides if all(sides.values()) else None
@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the after runs batch calls shorter than this (default {BATCH_BELOW_MS}, the "
                              "evaluator's; 0: one call per sample)")
     parser.add_argument("--after-arg", action="append", default=[], metavar="ARG",
-                        help="one more kwbench argument of the after runs (repeatable; e.g. --after-arg=--max-batch "
-                             "--after-arg=8)")
+                        help="one more kwbench argument of the after runs, alone or in pairs (repeatable; e.g. "
+                             "--after-arg=--l2-flush-mode --after-arg=read); the JSON keeps them per task")
     parser.add_argument("--skip-before", action="store_true",
                         help="time only the reference and the two after runs (the before columns read n/a)")
     parser.add_argument("--json", help="write every timing here")
@@ -250,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag)
                  for tag in (() if args.skip_before else ("before-1", "before-2"))}
         protocol = args.after
+        extra = tuple(args.after_arg)
         if args.after == "interleaved":
-            runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag) for tag in ("after-1", "after-2")}
+            runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag, extra=extra)
+                     for tag in ("after-1", "after-2")}
         elif runs["reference"] is not None:
             ref = {i: TimingStats.from_dict(t) for i, t in runs["reference"].items() if i != "floor"}
             trips = syncs_per_call(ref)
@@ -261,17 +263,18 @@ def main(argv: list[str] | None = None) -> int:
                       f"{trips:.3g} times", flush=True)
             if protocol == "queued-interleaved":
                 batches = batches_for(ref, len(spec.sizes), args.batch_below_ms)
-                runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag, batches, queued)
+                runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag, batches, queued, extra)
                          for tag in ("after-1", "after-2")}
             else:
                 fixed = after_flags(runs["reference"], len(spec.sizes), "queued" if queued else "batched",
-                                    args.batch_below_ms) + tuple(args.after_arg)
+                                    args.batch_below_ms) + extra
                 runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
                          for tag in ("after-1", "after-2")}
         runs["protocol"] = protocol
         if any(r is None for r in runs.values()):
             continue
-        saved.append({"task": spec.name, "precision": precision, "runs": runs})
+        # What the after runs were given beyond the protocol, so a JSON says which experiment it holds.
+        saved.append({"task": spec.name, "precision": precision, "runs": runs, "after_args": list(extra)})
         timed += 1
         if args.json:  # after every task: a run cut short keeps what it timed
             Path(args.json).write_text(json.dumps(saved, indent=1))

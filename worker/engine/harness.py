@@ -94,7 +94,10 @@ def harness_argv(
     queued: bool = False,
     lockdown: bool = False,
     library: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> list[str]:
+    """kwbench's command line (docs/task-format.md). `extra`: more flags as given, before `--out` (the bench
+    scripts' experiments with kwbench's own flags, e.g. `--l2-flush-mode read`; the evaluator passes none)."""
     argv = [exe, "--mode", mode, "--impl", impl]
     if lockdown:  # kw_lockdown.h once CUDA is up (docs/threat-model.md, "Lockdown")
         argv += ["--lockdown", "1"]
@@ -131,7 +134,7 @@ def harness_argv(
             argv += ["--queued", "1"]
     else:
         argv += ["--seed-base", str(seed_base)]
-    return argv + ["--out", out]
+    return argv + list(extra) + ["--out", out]
 
 
 # Failures the harness reports that are not the candidate's doing: never located or memchecked.

@@ -161,6 +161,10 @@ def test_builds_the_documented_command_line(scale_spec):
     assert "--queued" not in timed
     queued = harness_argv("./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json", queued=True)
     assert queued[queued.index("--queued") + 1] == "1"
+    # A bench script's experiment flags go last, before --out, as given
+    flushed = harness_argv("./kwbench", spec, "bf16", "time", "baseline", [{"N": 8}], "t.json",
+                           extra=("--l2-flush-mode", "read"))
+    assert flushed[-4:] == ["--l2-flush-mode", "read", "--out", "t.json"]
     assert format_size({"M": 64.0, "K": 128}) == "M=64,K=128"
 
 

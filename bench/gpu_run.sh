@@ -13,6 +13,10 @@
 #                    what they wrote; the experiment stage takes what is left as its budget
 #   --simulated-gpu  the experiment stage on a machine without a GPU (bench/experiment_fullstack.py's dry run)
 #   --no-wheels      do not install the wheels of .whl/
+#   --bundle DIR     at the end, DIR (a device call's $OUT, or a folder in it) gets only raw.tgz (the whole --out
+#                    folder) and summary.txt (each test's outcome, the bench scripts' summary lines): a device
+#                    call returns at most 8 files, and several calls of this script in one device call each
+#                    writing under $OUT lost their tables (2026-11-29)
 #   --dry-run, --list, -h/--help
 #
 # Environment:
@@ -88,6 +92,7 @@ limit=""
 dry_run=0
 simulated=0
 wheels=1
+bundle=""
 selected=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -98,6 +103,8 @@ while [ $# -gt 0 ]; do
     --dry-run) dry_run=1; shift ;;
     --simulated-gpu) simulated=1; shift ;;
     --no-wheels) wheels=0; shift ;;
+    --bundle) bundle=${2:?--bundle needs a folder}; shift 2 ;;
+    --bundle=*) bundle=${1#--bundle=}; shift ;;
     --list) list_stages; exit 0 ;;
     -h|--help) usage; echo; echo "Stages:"; list_stages; exit 0 ;;
     -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -106,6 +113,12 @@ while [ $# -gt 0 ]; do
 done
 if [ ${#selected[@]} -eq 0 ]; then
   if [ "$dry_run" = 1 ]; then selected=("${STAGES[@]}"); else usage >&2; exit 2; fi
+fi
+if [ -n "$bundle" ]; then
+  case "$(realpath -m "$bundle")/" in
+    "$(realpath -m "$out")"/*) echo "--bundle $bundle lies in --out $out: give --out a scratch folder outside it" >&2
+                               exit 2 ;;
+  esac
 fi
 case $limit in ''|*[!0-9]*) [ -z "$limit" ] || { echo "--limit takes whole seconds" >&2; exit 2; } ;; esac
 
@@ -316,4 +329,9 @@ done
 [ "$dry_run" = 1 ] && exit 0
 rm -rf "$scratch/site" "$scratch/cuda-extra"
 stamp "done in $(( $(date +%s) - started )) s; raw output in $out"
-if [ ${#failed[@]} -gt 0 ]; then echo "stages that failed: ${failed[*]}"; exit 1; fi
+[ ${#failed[@]} -gt 0 ] && echo "stages that failed: ${failed[*]}"
+if [ -n "$bundle" ]; then
+  mkdir -p "$bundle" && tar czf "$bundle/raw.tgz" -C "$out" . 2>/dev/null
+  { summary_lines "$out"; [ ${#failed[@]} -eq 0 ] || echo "stages that failed: ${failed[*]}"; } > "$bundle/summary.txt"
+fi
+[ ${#failed[@]} -eq 0 ] || exit 1

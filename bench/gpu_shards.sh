@@ -87,10 +87,7 @@ if [ -n "$bundle" ]; then
   mkdir -p "$bundle" && cp "$out/shards.tgz" "$bundle/"
   for k in "${!shards[@]}"; do
     echo "== gpu$k: ${shards[$k]}"
-    # A test's outcome, pytest's last line, the bench scripts' summary lines, a stage that failed.
-    find "$out/gpu$k" -type f \( -name '*.log' -o -name '*.txt' \) -print0 2>/dev/null | sort -z \
-      | xargs -0 -r grep -h -E '^(PASSED|FAILED|ERROR) |^=+ .*(passed|failed|error)|P repeat|within 2 %|CV of|^host tables:|^[A-Za-z0-9_.]+\.cu +[a-z_]+ +(fp32|bf16) ' \
-      2>/dev/null
+    summary_lines "$out/gpu$k"
     grep -h 'stages that failed' "$out/gpu$k.txt" 2>/dev/null
   done > "$bundle/summary.txt"
 fi

@@ -12,9 +12,9 @@ install_wheels() {
 }
 
 # summary_lines DIR: from the .log and .txt files under DIR, each test's outcome, pytest's last line, the bench
-# scripts' summary lines and a stage that failed: what a bundle's summary.txt holds beside the tarball.
+# scripts' summary lines: what a bundle's summary.txt holds beside the tarball.
 summary_lines() {
   find "$1" -type f \( -name '*.log' -o -name '*.txt' \) -print0 2>/dev/null | sort -z \
-    | xargs -0 -r grep -h -E '^(PASSED|FAILED|ERROR) |^=+ .*(passed|failed|error)|P repeat|within 2 %|CV of|^host tables:|^[A-Za-z0-9_.]+\.cu +[a-z_]+ +(fp32|bf16) |stages that failed' \
+    | xargs -0 -r grep -h -E '^(PASSED|FAILED|ERROR) |^=+ .*(passed|failed|error)|P repeat|within 2 %|CV of|^host tables:|^[A-Za-z0-9_.]+\.cu +[a-z_]+ +(fp32|bf16) ' \
       2>/dev/null
 }

@@ -1586,8 +1586,9 @@ class Driver {
     kw_sync_attach(&sync_);
     if (report_.l2_flush_bytes > 0) {
       cuda_check(cudaMalloc(&flush_, size_t(report_.l2_flush_bytes)), "allocate the L2 flush buffer");
-      // Zeros, so read_flush_kernel's sum is known (its store never happens).
-      cuda_check(cudaMemset(flush_, 0, size_t(report_.l2_flush_bytes)), "clear the L2 flush buffer");
+      if (opt_.l2_flush_read) {  // zeros, so read_flush_kernel's sum is known (its store never happens)
+        cuda_check(cudaMemset(flush_, 0, size_t(report_.l2_flush_bytes)), "clear the L2 flush buffer");
+      }
     }
     measure_empty_call();
   }

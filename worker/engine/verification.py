@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from worker.engine.context import EvalOptions
 from worker.engine.results import Evaluation, Verdict
+from worker.engine.scoring import CV_REVIEW
 
 # Relative disagreement of P between the record and the fresh run that is still "the same result". Two
 # evaluations of one kernel in separate processes agree within a few percent when every size is timed
@@ -79,17 +80,13 @@ def compare(recorded_verdict: str, recorded_score: float | None, recorded_gpu: s
                      f"recorded ({(ratio - 1) * 100:+.1f} %)", ratio)
 
 
-# A size's timing CV above which its P is itself uncertain (the evaluator's own "CV>5%" flag).
-NOISY_CV = 0.05
-
-
 def _noise_hint(fresh: Evaluation) -> str:
     """Where the fresh run's own times were noisy, say so: a disagreement there may be the host's speed (calls of
     a few microseconds are mostly launch and synchronize) rather than a different kernel, and the next step is
     another verification on an idle GPU, not a rewrite."""
     worst = max(((max(t.cv for t in (s.baseline, s.candidate) if t is not None), s.label)
                  for s in fresh.sizes if s.baseline is not None or s.candidate is not None), default=None)
-    if worst is None or worst[0] <= NOISY_CV:
+    if worst is None or worst[0] <= CV_REVIEW:  # the evaluator's own "CV>5%" flag
         return ""
     return (f"; the fresh run's timing was noisy (CV {worst[0] * 100:.1f} % at {worst[1]}), so P is uncertain "
             f"there: verify again on an idle GPU")

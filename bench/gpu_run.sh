@@ -52,7 +52,7 @@ cd "$(dirname "$0")/.." || exit 2
 
 STAGES=(env tests tests-formats library-compile library-validate library-time-fp32 library-time-bf16
         library-census-fp32 library-census-bf16 library-all eval-baselines build-cache candidates
-        host-speed repeatability agreement pipeline-demo pipeline-demo-formats sharing fullstack formats experiment)
+        host-speed event-clock repeatability agreement pipeline-demo pipeline-demo-formats sharing fullstack formats experiment)
 
 describe() {
   case $1 in
@@ -68,6 +68,7 @@ describe() {
     build-cache) echo "two passes over vector_add and softmax: the second must reuse the build cache" ;;
     candidates) echo "bench/gpu_candidates.py: P and speedups of the hand-written faster candidates" ;;
     host-speed) echo "bench/host_speed.py --per-cpu --blocks 40: how far the host's own speed moves between processes and inside one (run it before repeatability)" ;;
+    event-clock) echo "bench/event_clock.cu: the step of the GPU's event clock, and a two-kernel call behind the L2 flush timed one call per sample in variants (docs/benchmarks.md)" ;;
     repeatability) echo "bench/repeatability.py: every baseline timed as a candidate: a reference, then the protocol under test twice (REPEAT_ARGS --after), P repeat and CV per size (an otherwise idle GPU), then bench/cv_anatomy.py on its samples" ;;
     agreement) echo "bench/agreement.py: MSKernelBench's published kernels through their harness and ours (MSKB_CHECKOUT, GPUS)" ;;
     pipeline-demo) echo "the agent pipeline with the scripted LLM (demo/scripts) on softmax, matrix_mul, dot_product FP32: trajectories" ;;
@@ -240,6 +241,9 @@ grep done $O/eval-baselines.err; (exit \$_rc)"
 | tee $O/candidates.txt" ;;
     host-speed)
       run "$PY bench/host_speed.py --per-cpu --processes 10 --blocks 40 2>&1 | tee $O/host-speed.txt" ;;
+    event-clock)
+      run "nvcc -O3 -arch=native -I tasks/_harness -o $S/event_clock bench/event_clock.cu && $S/event_clock 2>&1 \
+| tee $O/event-clock.txt" ;;
     repeatability)
       local resume=""
       if [ -n "${REPEAT_RESUME:-}" ]; then  # copied into scratch: the new JSON in $O holds the old tasks and the new

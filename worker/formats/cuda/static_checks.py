@@ -177,8 +177,9 @@ def _check_entry_point(code: str, iface: Interface, constants: dict[str, float] 
             continue  # a call, not a declaration
         if after.startswith("{"):
             c_linkage = any(a <= m.start() < b for a, b in blocks) or bool(re.search(r'\bextern\s*"C"', prefix))
-            got = tuple(normalize_param_type(p) for p in _split_params(code[m.end() : close]))
-            definitions.append((m, c_linkage, got))
+            raw = _split_params(code[m.end() : close])
+            got = tuple(normalize_param_type(p) for p in raw)
+            definitions.append((m, c_linkage, got, raw))
     if not definitions:
         return [
             Violation(
@@ -194,17 +195,31 @@ def _check_entry_point(code: str, iface: Interface, constants: dict[str, float] 
     if len(matching) > 1:
         second = _line(code, matching[1][0].start())
         return [Violation("entry-point", second, f'extern "C" {name} is defined twice')]
-    m, c_linkage, got = next((d for d in definitions if d[1]), definitions[0])
+    m, c_linkage, got, raw = next((d for d in definitions if d[1]), definitions[0])
     line = _line(code, m.start())
     if not c_linkage:
         return [Violation("entry-point", line, f'{name} must be declared extern "C"')]
-    return [
-        Violation(
-            "entry-point",
-            line,
-            f"{name} has parameter types ({', '.join(got)}), the task requires ({', '.join(want)})",
-        )
-    ]
+    message = f"{name} has parameter types ({', '.join(got)}), the task requires ({', '.join(want)})"
+    return [Violation("entry-point", line, message + _mismatch_advice(got, want, raw))]
+
+
+def _mismatch_advice(got: tuple[str, ...], want: tuple[str, ...], raw: list[str]) -> str:
+    """What to change when the entry point's parameters differ from the interface's: extra trailing parameters
+    (a default value among them is the usual cause: it lives at a call site, and the harness's call is compiled
+    apart from the candidate, with the task's parameters only), missing ones, or the first that differs."""
+    if len(got) > len(want) and _compatible(got[: len(want)], want, 0):
+        extra = raw[len(want) :]
+        if any("=" in p for p in extra):
+            why = f"a default value never reaches the harness's call, compiled apart with the task's {len(want)}"
+        else:
+            why = f"the harness passes only the task's {len(want)}"
+        return f"; {why} parameters: remove `{', '.join(extra)}` and set such values inside the function"
+    if len(got) < len(want) and _compatible(got, want[: len(got)], 0):
+        return f"; add the missing parameters ({', '.join(want[len(got) :])}) in this order"
+    for k, (g, w) in enumerate(zip(got, want, strict=False)):
+        if g != w and not (g.endswith(("*", "&")) and g == "const " + w):
+            return f"; parameter {k + 1} must be {w}, not {g}"
+    return ""
 
 
 def _function_headers(code: str) -> list[tuple[int, int, str]]:

@@ -258,3 +258,22 @@ def test_normalizes_parameter_types_for_comparison():
     assert normalize_param_type("int32_t B") == "int32_t"
     assert normalize_param_type("unsigned int") == "unsigned int"
     assert normalize_param_type("float* const out") == "float*"
+
+
+@pytest.mark.parametrize(
+    ("params", "advice"),
+    [
+        ("const float* X, float* Y, int N, cudaStream_t s = 0",
+         "a default value never reaches the harness's call, compiled apart with the task's 3 parameters: "
+         "remove `cudaStream_t s = 0`"),
+        ("const float* X, float* Y, int N, int blocks", "the harness passes only the task's 3 parameters: "
+         "remove `int blocks`"),
+        ("const float* X, float* Y", "add the missing parameters (int) in this order"),
+        ("const float* X, double* Y, int N", "parameter 2 must be float*, not double*"),
+    ],
+)
+def test_a_mismatched_entry_point_is_told_what_to_change(scale_spec, params, advice):
+    source = KERNEL + f'extern "C" void scale_optimized({params}) {{}}\n'
+    report = check_source(source, scale_spec, "fp32")
+    assert [v.rule for v in report.violations] == ["entry-point"]
+    assert advice in report.messages()[0], report.messages()[0]

@@ -198,7 +198,8 @@ def _check_entry_point(code: str, iface: Interface, constants: dict[str, float] 
     m, c_linkage, got, raw = next((d for d in definitions if d[1]), definitions[0])
     line = _line(code, m.start())
     if not c_linkage:
-        return [Violation("entry-point", line, f'{name} must be declared extern "C"')]
+        return [Violation("entry-point", line, f'{name} must be declared extern "C": the harness calls it by its '
+                          f'C name; write extern "C" before its definition')]
     message = f"{name} has parameter types ({', '.join(got)}), the task requires ({', '.join(want)})"
     return [Violation("entry-point", line, message + _mismatch_advice(got, want, raw))]
 

@@ -78,6 +78,7 @@ def test_accepts_an_entry_point_inside_an_extern_c_block(scale_spec):
 def test_rejects_an_entry_point_without_c_linkage(scale_spec):
     source = KERNEL + "void scale_optimized(const float* X, float* Y, int N) {}\n"
     assert rules(source, scale_spec) == ["entry-point"]
+    assert 'write extern "C" before its definition' in check_source(source, scale_spec, "fp32").messages()[0]
 
 
 def test_rejects_calls_to_the_baseline_and_names_line_and_rule(scale_spec):

@@ -235,6 +235,8 @@ EVENT_POLL_SECONDS = env_float("EVENT_POLL_SECONDS", 5.0 if REDIS_URL else 0.5, 
 # Celery (JSON only, ids in messages, late acks with idempotent claims).
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+# Without Redis, kombu's filesystem transport with its races between processes fixed (kernelweb/broker.py).
+CELERY_BROKER_TRANSPORT = None if REDIS_URL else "kernelweb.broker:Transport"
 if not REDIS_URL:
     for folder in ("queue", "processed", "control"):
         (BROKER_DIR / folder).mkdir(parents=True, exist_ok=True)

@@ -49,24 +49,36 @@ class Channel(filesystem.Channel):
             raise ChannelError(f"Cannot open {file}") from exc
 
     def _queue_bind(self, exchange, routing_key, pattern, queue):
-        file = self._exchange_file(exchange)
         self.control_folder.mkdir(exist_ok=True)
         entry = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        self._update_table(exchange, lambda queues: queues if entry in queues else [entry, *queues], create=True)
+
+    def _delete(self, queue, exchange, routing_key, pattern, *args, **kwargs):
+        super(filesystem.Channel, self)._delete(queue, exchange, routing_key, pattern, *args, **kwargs)
+        entry = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        self._update_table(exchange, lambda queues: [q for q in queues if q != entry], create=False)
+
+    def _update_table(self, exchange, change, *, create: bool) -> None:
+        """Read, change and rewrite an exchange table, all under its lock. `create`: a missing table is made
+        (without truncation, so a process that opens it meanwhile finds it empty, never half-written)."""
+        file = self._exchange_file(exchange)
         try:
-            with file.open("ab+", buffering=0) as f:  # created if missing, never emptied before the lock is held
+            with file.open("ab+" if create else "rb+", buffering=0) as f:
                 filesystem.lock(f, filesystem.LOCK_EX)
                 try:
                     f.seek(0)
                     queues = _bindings(f.read())
-                    if entry not in queues:
-                        queues.insert(0, entry)
+                    changed = change(queues)
+                    if changed != queues:
                         f.truncate(0)
-                        f.write(dumps(queues).encode())  # append mode: lands at the start of the emptied file
+                        f.seek(0)  # append mode ("ab+") writes at the end anyway, which is now the start
+                        f.write(dumps(changed).encode())
                 finally:
                     filesystem.unlock(f)
+        except FileNotFoundError:
+            return  # only without `create`: the table was removed meanwhile, nothing bound to change
         except OSError as exc:
             raise ChannelError(f"Cannot open {file}") from exc
-
 
     def _put(self, queue, payload, **kwargs):
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"  # kombu's naming: consumers match it

@@ -110,3 +110,14 @@ def test_a_file_under_the_name_a_message_is_written_to_is_not_taken(tmp_path):
 
 def test_without_redis_the_app_uses_the_fixed_transport():
     assert settings.CELERY_BROKER_TRANSPORT == (None if settings.REDIS_URL else TRANSPORT)
+
+
+def test_deleting_a_queue_removes_only_its_binding_from_the_exchange_table(tmp_path):
+    exchange = Exchange("x", "direct")
+    with _connection(str(tmp_path)) as conn:
+        channel = conn.channel()
+        for name in ("a", "b"):
+            Queue(name, exchange, routing_key=name).declare(channel=channel)
+        Queue("a", exchange, routing_key="a").bind(channel).delete()
+    table = json.loads((tmp_path / "control" / "x.exchange").read_text())
+    assert [q for _, _, q in table] == ["b"]

@@ -54,6 +54,8 @@ class Channel(filesystem.Channel):
         self._update_table(exchange, lambda queues: queues if entry in queues else [entry, *queues], create=True)
 
     def _delete(self, queue, exchange, routing_key, pattern, *args, **kwargs):
+        # The virtual channel's own bookkeeping; kombu's filesystem step after it would read the table before
+        # knowing it is complete, so the table is rewritten here instead.
         super(filesystem.Channel, self)._delete(queue, exchange, routing_key, pattern, *args, **kwargs)
         entry = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
         self._update_table(exchange, lambda queues: [q for q in queues if q != entry], create=False)

@@ -141,10 +141,11 @@ def _compatible(got: tuple[str, ...], want: tuple[str, ...], omittable: int) -> 
     out (extern "C" on x86-64: the caller passes them and cleans up, the callee ignores them)."""
     if not (len(want) - omittable <= len(got) <= len(want)):
         return False
-    for g, w in zip(got, want, strict=False):
-        if g != w and not (g.endswith(("*", "&")) and g == "const " + w):
-            return False
-    return True
+    return all(_same_abi(g, w) for g, w in zip(got, want, strict=False))
+
+
+def _same_abi(got: str, want: str) -> bool:
+    return got == want or (got.endswith(("*", "&")) and got == "const " + want)
 
 
 def _omittable(iface: Interface, constants: dict[str, float]) -> int:
@@ -218,7 +219,7 @@ def _mismatch_advice(got: tuple[str, ...], want: tuple[str, ...], raw: list[str]
     if len(got) < len(want) and _compatible(got, want[: len(got)], 0):
         return f"; add the missing parameters ({', '.join(want[len(got) :])}) in this order"
     for k, (g, w) in enumerate(zip(got, want, strict=False)):
-        if g != w and not (g.endswith(("*", "&")) and g == "const " + w):
+        if not _same_abi(g, w):
             return f"; parameter {k + 1} must be {w}, not {g}"
     return ""
 

@@ -1,4 +1,5 @@
-"""One GPU user at a time: an flock on a file named after the GPU (docs/evaluation.md, GPU lock).
+"""One GPU user at a time: an flock on a file named after the GPU (docs/evaluation.md, GPU lock); and one
+interleaved pair per CPU (`cpu_claim`).
 
 Every harness run (check, time, profile, memcheck) holds it, since any work
 on the GPU disturbs a timing in progress; compiles and LLM calls never do.
@@ -17,7 +18,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -72,3 +73,27 @@ def _log_hold(key: str, start: float, end: float) -> None:
             log.write(line)
     except OSError:
         pass  # a diagnostics file must never fail a GPU job
+
+
+@contextmanager
+def cpu_claim(candidates: Iterable[int], lock_dir: Path | str | None = None) -> Iterator[int | None]:
+    """The first CPU of `candidates` that no other holder has claimed, held until the block ends (an flock on
+    `cpu-<n>.lock` beside the GPU locks); None when every one is held. The pairs of timed processes of workers on
+    several GPUs of one host each take turns on one CPU (harness.run_interleaved): two pairs on one CPU would run at
+    the same time and slow each other's host work."""
+    folder = Path(lock_dir) if lock_dir else default_lock_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    for cpu in candidates:
+        fh = open(folder / f"cpu-{cpu}.lock", "a+")  # held open for the whole block when claimed
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            continue
+        try:
+            yield cpu
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+        return
+    yield None

@@ -11,13 +11,15 @@ import json
 import os
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from worker.engine import confine, sandbox
+from worker.engine.gpu_lock import cpu_claim
 from worker.engine.results import CrashInfo
 from worker.engine.timing import ITERS, SEED_BASE, SEEDS, WARMUP, WARMUP_MS
 
@@ -379,30 +381,36 @@ def run_interleaved(
     timeout_s: float,
     *,
     candidate_impl: str = "candidate",
+    lock_dir: Path | str | None = None,
     **kwargs: Any,
 ) -> InterleavedRun:
     """`kwbench --mode time --impl candidate` and `kwref --mode time --impl baseline`, turn by turn, on one CPU."""
-    cpus = pair_cpu()
-    cand, ref = run_in_turns(
-        lambda fds: run_harness(candidate_exe, spec, precision, "time", candidate_impl, sizes, candidate_dir,
-                                timeout_s, turn_fds=fds, cpus=cpus, **kwargs),
-        lambda fds: run_harness(reference_exe, spec, precision, "time", "baseline", sizes, reference_dir, timeout_s,
-                                turn_fds=fds, cpus=cpus, **kwargs),
-    )
+    with pair_cpu(lock_dir) as cpus:
+        cand, ref = run_in_turns(
+            lambda fds: run_harness(candidate_exe, spec, precision, "time", candidate_impl, sizes, candidate_dir,
+                                    timeout_s, turn_fds=fds, cpus=cpus, **kwargs),
+            lambda fds: run_harness(reference_exe, spec, precision, "time", "baseline", sizes, reference_dir,
+                                    timeout_s, turn_fds=fds, cpus=cpus, **kwargs),
+        )
     return InterleavedRun(cand, ref)
 
 
-def pair_cpu() -> tuple[int, ...]:
+@contextmanager
+def pair_cpu(lock_dir: Path | str | None = None) -> Iterator[tuple[int, ...]]:
     """The one CPU both sides of an interleaved pair run on: on a VM the host's speed changes from CPU to CPU and
     from one second to the next (docs/benchmarks.md, "The host's speed inside one process"), and two processes
-    taking turns on one CPU meet the same speed at every turn. The CPU this thread last ran on, so that the pairs of
-    workers on several GPUs tend to spread out; () (no pinning) where /proc does not say or the CPU is not ours."""
+    taking turns on one CPU meet the same speed at every turn. Claimed for the pair's whole run (gpu_lock.cpu_claim),
+    so the pairs of workers on several GPUs never share one: the CPU this thread last ran on if no other pair holds
+    it, else the next free one this process may use; () (no pinning) when every one is held."""
+    allowed = sorted(os.sched_getaffinity(0))
     try:
         stat = Path("/proc/thread-self/stat").read_text()
-        cpu = int(stat.rsplit(")", 1)[1].split()[36])  # field 39, "processor"; fields after the name start at 3
+        current = int(stat.rsplit(")", 1)[1].split()[36])  # field 39, "processor"; fields after the name start at 3
     except (OSError, ValueError, IndexError):
-        return ()
-    return (cpu,) if cpu in os.sched_getaffinity(0) else ()
+        current = allowed[0]
+    start = allowed.index(current) if current in allowed else 0
+    with cpu_claim(allowed[start:] + allowed[:start], lock_dir) as cpu:
+        yield () if cpu is None else (cpu,)
 
 
 T = TypeVar("T")

@@ -1,14 +1,19 @@
 """Reading what a harness run left behind: exit status, checkpoint JSON, stderr."""
 
+import ast
 import dataclasses
 import os
 import signal
+import subprocess
 import sys
 import time
+from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
 from worker.engine import sandbox
+from worker.engine.gpu_lock import cpu_claim
 from worker.engine.harness import classify_crash, format_size, harness_argv, pair_cpu, read_result, run_in_turns
 from worker.engine.sandbox import SandboxResult
 
@@ -220,7 +225,28 @@ def test_a_side_that_fails_before_starting_its_child_does_not_leave_the_other_wa
     assert len((tmp_path / "second.log").read_text().splitlines()) == 4  # it ran on alone
 
 
-def test_both_sides_of_a_pair_are_given_one_cpu_this_process_may_use():
+def test_both_sides_of_a_pair_are_given_one_cpu_this_process_may_use(tmp_path):
     # The host's speed changes from CPU to CPU on a VM (docs/benchmarks.md): a pair taking turns shares one.
-    cpus = pair_cpu()
-    assert len(cpus) == 1 and cpus[0] in os.sched_getaffinity(0)
+    with pair_cpu(tmp_path) as cpus:
+        assert len(cpus) == 1 and cpus[0] in os.sched_getaffinity(0)
+
+
+def test_pairs_of_workers_on_several_gpus_never_share_a_cpu_and_a_cpu_is_free_again_after_its_pair(tmp_path):
+    allowed = os.sched_getaffinity(0)
+    claim = (f"import sys; from worker.engine.harness import pair_cpu\n"
+             f"with pair_cpu({str(tmp_path)!r}) as c:\n    print(c, flush=True); sys.stdin.read()")
+    # One process per allowed CPU, each holding its claim until all have said theirs: each gets a CPU of its own.
+    procs = [subprocess.Popen([sys.executable, "-c", claim], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, cwd=Path(__file__).parents[3]) for _ in allowed]
+    cpus = [ast.literal_eval(p.stdout.readline()) for p in procs]
+    for p in procs:
+        p.communicate(timeout=60)
+    assert all(len(c) == 1 for c in cpus) and {c[0] for c in cpus} == allowed
+    # While every CPU is held, one more pair runs unpinned rather than doubling up on a CPU.
+    with ExitStack() as held:
+        for cpu in allowed:
+            held.enter_context(cpu_claim([cpu], tmp_path))
+        with pair_cpu(tmp_path) as extra:
+            assert extra == ()
+    with pair_cpu(tmp_path) as again:  # released with its block
+        assert len(again) == 1

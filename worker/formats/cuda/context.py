@@ -83,7 +83,7 @@ class CudaContext(EvalContext):
             return run_interleaved(self.exe, self.reference_exe, self.spec, self.precision, sizes,
                                    self.folder(False), self.folder(True), timeout_s, seed_base=o.seed_base,
                                    warmup=o.warmup, warmup_ms=o.warmup_ms, iters=o.iters, batches=self.batches,
-                                   queued=self.queued)
+                                   queued=self.queued, lock_dir=o.lock_dir)
 
     def compared(self, sizes: list[dict[str, float]], timeout_s: float) -> ComparedRun:
         """The check: the candidate's process sends its buffers, the reference's process decides."""

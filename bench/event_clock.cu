@@ -23,6 +23,7 @@
 
 #define KW_HARNESS_RUNTIME
 #include "kw_timed.cuh"
+#include "probe_common.cuh"
 
 #include <algorithm>
 #include <chrono>
@@ -60,34 +61,6 @@ __global__ void sum_kernel(float* loss, const float* x, const float* y, int n) {
 }
 
 __global__ void divide_kernel(float* loss, float n) { *loss = *loss / n; }
-
-__global__ void fill(float* p, int n, unsigned seed) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    p[i] = float((unsigned(i) * 2654435761u + seed) % 1000u) / 500.f - 1.f;
-}
-
-static bool ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return e == cudaSuccess;
-}
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? NAN : v[v.size() / 2];
-}
-
-static double mean(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m += x;
-  return m / double(v.size());
-}
-
-static double cv(const std::vector<double>& v) {
-  const double m = mean(v);
-  double s = 0;
-  for (double x : v) s += (x - m) * (x - m);
-  return std::sqrt(s / double(v.size() - 1)) / m;
-}
 
 static double lag1(const std::vector<double>& v) {
   const double m = mean(v);

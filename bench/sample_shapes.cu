@@ -23,6 +23,7 @@
 // The harness's own spacer (kw::timed::spacer_kernel), so this measures the sample kwbench --queued 1 takes.
 #define KW_HARNESS_RUNTIME
 #include "kw_timed.cuh"
+#include "probe_common.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -35,29 +36,6 @@ __global__ void relu_fast(const float* __restrict__ x, float* __restrict__ y, in
 
 __global__ void relu_naive(const float* x, float* y, int n) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = fmaxf(x[i], 0.f);
-}
-
-__global__ void fill(float* p, int n, unsigned seed) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    p[i] = float((unsigned(i) * 2654435761u + seed) % 1000u) / 500.f - 1.f;
-}
-
-static bool ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return e == cudaSuccess;
-}
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-static double cv(const std::vector<double>& v) {
-  double m = 0, s = 0;
-  for (double x : v) m += x;
-  m /= double(v.size());
-  for (double x : v) s += (x - m) * (x - m);
-  return std::sqrt(s / double(v.size() - 1)) / m;
 }
 
 int main() {

@@ -283,9 +283,12 @@ struct Options {
   // host queues the start event, the calls and the stop event, so the events span the GPU's work and not the
   // host's launch latency; the evaluator asks for it only where stream 0 orders all of the candidate's work.
   bool queued = false;
-  // time, queued: a size whose warm-up calls closed a segment (they synchronize inside) is timed one call per
-  // sample unless this is set; set, it keeps its batch like any other (an experiment: docs/benchmarks.md).
+  // time, queued: a size whose warm-up calls closed a segment (they synchronize inside) keeps its batch, but each
+  // call of it gets its own L2 flush, spacer and events (a spaced batch), at most max_spaced calls; the sample is
+  // their sum. batch_syncing instead queues the whole batch between one event pair (an experiment:
+  // docs/benchmarks.md, "Calls that synchronize inside, in batches"); max_spaced 1 times one call per sample.
   bool batch_syncing = false;
+  int max_spaced = 16;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
   // so the GPU's clocks have ramped up before the first sample, as Triton's do_bench warms up by time.
   double warmup_ms = 100;
@@ -446,6 +449,8 @@ inline Options parse_options(int argc, char** argv) {
       o.queued = parse_integer(flag, value, 0) != 0;
     } else if (flag == "--batch-syncing") {
       o.batch_syncing = parse_integer(flag, value, 0) != 0;
+    } else if (flag == "--max-spaced") {
+      o.max_spaced = int(parse_integer(flag, value, 1));
     } else if (flag == "--max-batch") {
       o.max_batch = int(parse_integer(flag, value, 1));
     } else if (flag == "--atol") {
@@ -1239,6 +1244,7 @@ class Json {
 struct TimingSamples {
   std::vector<double> device_ms, host_ms;  // per call (a batch's time divided by its launches)
   int batch = 1;                           // launches per sample, on distinct buffer sets
+  bool spaced = false;                     // queued: each launch of the batch behind its own flush and spacer
   double spacer_us = 0;                    // queued timing: how long the spacer held stream 0 before a sample
   long long closed_syncs = 0;              // queued timing: the calls' synchronizes that closed a segment (kw_sync.h)
   long long kept_allocs = 0;               // queued timing: the calls' allocations served from blocks they freed
@@ -1443,7 +1449,7 @@ class Report {
     j.key("max_ms").num(*std::max_element(v.begin(), v.end()));
     j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
-    j.key("batch").integer(t.batch).key("spacer_us").num(t.spacer_us).key("closed_syncs").integer(t.closed_syncs);
+    j.key("batch").integer(t.batch).key("spaced").boolean(t.spaced).key("spacer_us").num(t.spacer_us).key("closed_syncs").integer(t.closed_syncs);
     j.key("kept_allocs").integer(t.kept_allocs);
     if (!t.tail_ms.empty()) {
       j.key("first_segment_median_ms").num(median_of(t.first_ms)).key("tail_median_ms").num(median_of(t.tail_ms));
@@ -1726,7 +1732,8 @@ class Driver {
   // probability check_p, drawn after the call returned (so a call cannot know whether it will be checked);
   // check_p is 1 unless the baseline is much slower than the candidate (docs/evaluation.md).
   // Calls shorter than batch_below_ms are timed `batch` at a time on distinct buffer sets, so one event
-  // pair spans about batch_target_ms and the L2 flush still leaves every call's inputs cold.
+  // pair spans about batch_target_ms and the L2 flush still leaves every call's inputs cold; queued calls that
+  // synchronize inside are batched spaced, each call behind its own flush and spacer.
   void timing(SizeRecord& rec) {
     const uint64_t seed = opt_.seed_base;
     rec.seeds.push_back(seed);
@@ -1750,15 +1757,17 @@ class Driver {
       warm.push_back(timed_warmup(*sets[0], &enqueue.back(), &warm_closed));
       warmed += warm.back();
     }
-    // Queued, a call that synchronizes inside is timed one per sample: in a batch every call after the first adds
+    // Queued, a call that synchronizes inside is timed in a spaced batch: each call behind its own flush and
+    // spacer, its own events, the sample their sum. Between one event pair every call after the first would add
     // the host's time from the previous call's synchronize to its own first launch (kw_sync.h), which moves with
-    // the host's speed; measured with --batch-syncing, the shortest calls stopped repeating (docs/benchmarks.md,
-    // "Calls that synchronize inside, in batches"). Alone, a call starts behind the spacer.
+    // the host's speed (measured with --batch-syncing: the shortest calls stopped repeating; docs/benchmarks.md,
+    // "Calls that synchronize inside, in batches"); spaced, each call starts as a call alone does, and the batch
+    // still averages the cold start's spread of a short call over its calls ("Spaced batches").
     const bool synchronizes_inside = opt_.queued && warm_closed > 0;
-    const int batch = synchronizes_inside && !opt_.batch_syncing ? 1
-                      : opt_.batch_fixed.empty()
-                          ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())
-                          : fit_in_memory(opt_.batch_fixed[rec.index], sets[0]->device_bytes());
+    const bool spaced = synchronizes_inside && !opt_.batch_syncing;
+    int batch = opt_.batch_fixed.empty() ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())
+                                         : fit_in_memory(opt_.batch_fixed[rec.index], sets[0]->device_bytes());
+    if (spaced) batch = std::min(batch, std::max(opt_.max_spaced, 1));  // each call costs a flush and a spacer
     // The spacer outlasts the host's queuing of a whole sample twice over (the warm-up median, measured behind the
     // shortest spacer, so sizes do not compound), so the GPU meets the start event with the calls queued behind
     // it. A call that took longer than that spacer to return waited for the GPU inside (MSKernelBench's entry
@@ -1795,24 +1804,37 @@ class Driver {
     report_.checkpoint(rec.index, seed, "timed calls");
     TimingSamples t;
     t.batch = batch;
+    t.spaced = spaced && batch > 1;
+    const int per_pair = spaced ? 1 : batch;  // launches between one event pair
     t.spacer_us = opt_.queued ? spacer_ns / 1e3 : 0.0;
     held.reset();
     for (int it = 0; it < opt_.iters; ++it) {
       held.emplace(turns_);  // one sample and its checks
       const uint64_t sample_seed = stream_seed(seed, "timed sample " + std::to_string(it));
       for (size_t b = 0; b < sets.size(); ++b) sets[b]->refresh(sample_seed + b);
-      if (flush_) flush_l2(it);
-      cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
-      double host_ms = 0;
-      const float ms = sample(int(sets.size()), [&](int b) { task_.launch(*sets[b], opt_.impl); }, "timed call",
-                              spacer_ns, &host_ms, &t.closed_syncs);
-      const double call_ms = double(ms) / batch;
+      double ms = 0, host_ms = 0, first_ms = 0, tail_ms = 0, gap_ms = 0;
+      int pairs = 0, segmented = 0;
+      for (int from = 0; from < batch; from += per_pair, ++pairs) {
+        if (flush_) flush_l2(it * batch + from);
+        cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
+        double pair_host_ms = 0;
+        ms += sample(per_pair, [&](int b) { task_.launch(*sets[from + b], opt_.impl); }, "timed call", spacer_ns,
+                     &pair_host_ms, &t.closed_syncs);
+        host_ms += pair_host_ms;
+        if (last_tail_ms_ >= 0) {
+          first_ms += last_first_ms_;
+          tail_ms += last_tail_ms_;
+          gap_ms += sync_.host_ms;
+          ++segmented;
+        }
+      }
+      const double call_ms = ms / batch;
       t.device_ms.push_back(call_ms);
       t.host_ms.push_back(host_ms / batch);
-      if (last_tail_ms_ >= 0) {
-        t.first_ms.push_back(last_first_ms_);
-        t.tail_ms.push_back(last_tail_ms_);
-        t.gap_ms.push_back(sync_.host_ms);
+      if (segmented == pairs) {  // per event pair, as for a call alone
+        t.first_ms.push_back(first_ms / pairs);
+        t.tail_ms.push_back(tail_ms / pairs);
+        t.gap_ms.push_back(gap_ms / pairs);
       }
       if (!checked) continue;
       for (size_t b = 0; b < sets.size(); ++b) {

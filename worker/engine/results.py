@@ -112,6 +112,7 @@ class TimingStats(_Serializable):
     cv: float  # std / mean
     host_mean_ms: float | None = None
     batch: int = 1  # launches per sample (C/CUDA batched timing); each sample is one call's share
+    spaced: bool = False  # C/CUDA queued timing: each launch of the batch behind its own L2 flush and spacer
     closed_syncs: int = 0  # C/CUDA queued timing: the calls' synchronizes that closed a segment (kw_sync.h)
     kept_allocs: int = 0  # C/CUDA queued timing: the calls' cudaMalloc served from blocks they freed (kw_sync.h)
 

@@ -201,8 +201,10 @@ def test_work_around_the_calls_own_synchronize_is_inside_the_queued_sample(gpu_c
     for kind in ("frees scratch while its work runs", "works in scratch it allocates"):
         timing = evs[kind].sizes[-1].candidate
         assert timing.kept_allocs >= timing.samples and timing.closed_syncs > 0, (kind, timing)
-    # A call that synchronizes inside is timed one per sample, behind the spacer (no launch onto an idle GPU).
-    assert all(s.candidate.batch == 1 for ev in evs.values() for s in ev.sizes if s.candidate.closed_syncs), evs
+    # A call that synchronizes inside is timed alone behind the spacer (no launch onto an idle GPU): one per sample,
+    # or a spaced batch whose every call has its own flush, spacer and events.
+    assert all(s.candidate.batch == 1 or s.candidate.spaced
+               for ev in evs.values() for s in ev.sizes if s.candidate.closed_syncs), evs
     largest = {kind: ev.sizes[-1].candidate.median_ms for kind, ev in evs.items()}
     assert all(ms >= 0.7 * largest["then synchronizes"] for ms in largest.values()), largest
     # Half the work done by the host, one sequential loop: far slower than the GPU's half it replaces.
@@ -327,6 +329,30 @@ def test_less_work_while_timed_names_the_timed_call(gpu_chain, options):
     ev = evaluate(LIBRARY["vector_add"], "fp32", path.read_text(encoding="utf-8"), None, options, chain=gpu_chain)
     assert ev.verdict == Verdict.INCORRECT
     assert "timed call 0" in ev.reason and "N=1024" in ev.reason, ev.reason
+
+
+VADD_LAZY_SOMETIMES = """
+__global__ void vector_add_kernel_optimized(const float* A, const float* B, float* C, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) C[i] = A[i] + B[i];
+}
+static int calls = 0;
+extern "C" void vector_add_optimized(const float* A, const float* B, float* C, int N) {
+    const int n = ++calls > 20 && calls % 5 == 0 ? N / 2 : N;  // every fifth call once timing starts
+    vector_add_kernel_optimized<<<(n + 255) / 256, 256>>>(A, B, C, n);
+    cudaDeviceSynchronize();
+}
+"""
+
+
+def test_less_work_on_one_call_of_a_spaced_batch_is_incorrect_and_names_the_call(gpu_chain, options):
+    """Queued, short calls that synchronize inside are timed in spaced batches (each call behind its own flush and
+    spacer, the sample their sum): every call of a batch is still checked on its own buffers, so one lazy call in
+    five is found and named."""
+    ev = evaluate(LIBRARY["vector_add"], "fp32", VADD_LAZY_SOMETIMES, None,
+                  dataclasses.replace(options, queued_timing=True), chain=gpu_chain)
+    assert ev.verdict == Verdict.INCORRECT, ev.reason
+    assert "calls per sample, each timed alone" in ev.reason and "N=1024" in ev.reason, ev.reason
 
 
 def test_a_memo_keyed_by_contents_never_hits_and_gets_an_honest_time(gpu_chain, options):

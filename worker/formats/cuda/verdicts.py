@@ -69,9 +69,10 @@ def timed_call_failure(sizes: list[SizeResult], data: dict[str, Any] | None) -> 
         m = entry.get("first_mismatch") or {}
         call = m.get("timed_call", timing.get("failed_call"))
         batch = timing.get("batch") or 1
+        shape = f", {batch} {'calls per sample, each timed alone' if timing.get('spaced') else 'launches per sample'}"
         return (
             f"at {label} timed call {call} (of {timing.get('checked_calls', '?')} checked"
-            f"{f', {batch} launches per sample' if batch > 1 else ''}) gave a wrong result although the checks "
+            f"{shape if batch > 1 else ''}) gave a wrong result although the checks "
             f"before timing passed: {elements(m)} (each timed call gets fresh inputs and is compared with the "
             "baseline on them; doing less work, or remembering earlier results, while timed is caught here)"
         )

@@ -334,6 +334,21 @@ def test_a_timing_without_its_call_checks_is_refused():
     assert timed_call_failure(sizes, checked) is None
 
 
+def test_a_wrong_timed_call_names_how_its_sample_was_timed():
+    from worker.engine.results import SizeResult
+    from worker.formats.cuda.verdicts import timed_call_failure
+
+    sizes = [SizeResult(index=0, params={"N": 8}, complexity=8)]
+    wrong = {"index": 0, "correct": False, "first_mismatch": {"output": "Y", "index": 3, "timed_call": 37}}
+
+    def reason(**timing):
+        return timed_call_failure(sizes, {"sizes": [{**wrong, "timing": {"checked_calls": 40, **timing}}]})
+
+    assert "timed call 37 (of 40 checked)" in reason(batch=1)
+    assert "16 launches per sample" in reason(batch=16)
+    assert "16 calls per sample, each timed alone" in reason(batch=16, spaced=True)
+
+
 def test_modifying_an_input_is_incorrect(scale_spec, cpu_chain, cpu_options):
     ev = run(scale_spec, cpu_chain, cpu_options, "scale_modifies_input.cu")
     assert ev.verdict == Verdict.INCORRECT

@@ -14,9 +14,11 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
   50 us timed in batches, the counts decided once from the reference (`--batch-fixed`), as the evaluator does
   with `batch_below_ms` (docs/evaluation.md, "Batching short calls"; `--batch-below-ms 0` times one call per
   sample). `queued`: the evaluator's queued protocol (`worker eval --queued-timing`): the reference timed queued,
-  one call per sample, as the evaluator's cached baseline is, and the batches decided from it; each sample's calls
-  queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch latency
-  and its wake-up from a synchronize between calls are not timed; a task whose reference call synchronizes more
+  one call per sample, as the evaluator first times its baseline, and the batches decided from it; each sample's
+  calls queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch
+  latency and its wake-up from a synchronize between calls are not timed, and a size whose calls synchronize inside
+  timed in spaced batches (each call behind its own flush and spacer; `--after-arg=--max-spaced
+  --after-arg=1` times them one call per sample, the rule before 2026-11-29's twentieth session); a task whose reference call synchronizes more
   than once is timed in two `queued-interleaved` pairs, as the evaluator times it beside its baseline (a baseline
   whose object queues work the queued sample's wrappers cannot see is timed synchronized instead, as the
   evaluator does, and the run says so).

@@ -285,8 +285,9 @@ struct Options {
   bool queued = false;
   // time, queued: a size whose warm-up calls closed a segment (they synchronize inside) keeps its batch, but each
   // call of it gets its own L2 flush, spacer and events (a spaced batch), at most max_spaced calls; the sample is
-  // their sum. batch_syncing instead queues the whole batch between one event pair (an experiment:
-  // docs/benchmarks.md, "Calls that synchronize inside, in batches"); max_spaced 1 times one call per sample.
+  // their sum. batch_syncing instead queues the whole batch between one event pair (an experiment: docs/
+  // benchmarks.md, "Calls that synchronize inside, in batches between one event pair"); max_spaced 1 times one
+  // call per sample.
   bool batch_syncing = false;
   int max_spaced = 16;
   // time: warm-up calls go on until they have run warmup_ms in all (at least `warmup` calls, at most 1000),
@@ -1761,8 +1762,8 @@ class Driver {
     // spacer, its own events, the sample their sum. Between one event pair every call after the first would add
     // the host's time from the previous call's synchronize to its own first launch (kw_sync.h), which moves with
     // the host's speed (measured with --batch-syncing: the shortest calls stopped repeating; docs/benchmarks.md,
-    // "Calls that synchronize inside, in batches"); spaced, each call starts as a call alone does, and the batch
-    // still averages the cold start's spread of a short call over its calls ("Spaced batches").
+    // "Calls that synchronize inside, in batches between one event pair"); spaced, each call starts as a call
+    // alone does, and the batch still averages a cold short call's spread over its calls ("Spaced batches").
     const bool synchronizes_inside = opt_.queued && warm_closed > 0;
     const bool spaced = synchronizes_inside && !opt_.batch_syncing;
     int batch = opt_.batch_fixed.empty() ? batch_size(warm.empty() ? 1e9 : median_of(warm), sets[0]->device_bytes())

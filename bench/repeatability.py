@@ -18,10 +18,10 @@ another on an otherwise idle GPU, its baseline is timed in `time` mode as if it 
   calls queued behind a spacer kernel (`--queued 1`, docs/evaluation.md, "Timing protocol"), so the host's launch
   latency and its wake-up from a synchronize between calls are not timed, and a size whose calls synchronize inside
   timed in spaced batches (each call behind its own flush and spacer; `--after-arg=--max-spaced
-  --after-arg=1` times them one call per sample, the rule before 2026-11-29's twentieth session); a task whose reference call synchronizes more
-  than once is timed in two `queued-interleaved` pairs, as the evaluator times it beside its baseline (a baseline
-  whose object queues work the queued sample's wrappers cannot see is timed synchronized instead, as the
-  evaluator does, and the run says so).
+  --after-arg=1` times them one call per sample, the rule before 2026-11-29's twentieth session); a task whose
+  reference call synchronizes more than once is timed in two `queued-interleaved` pairs, as the evaluator times
+  it beside its baseline (a baseline whose object queues work the queued sample's wrappers cannot see is timed
+  synchronized instead, as the evaluator does, and the run says so).
   `interleaved`: a pair of processes timing at once and taking turns on the GPU, one as the candidate and one as
   the baseline, P from the pair's own two sides (docs/evaluation.md, "Interleaved timing"), both on one CPU.
   `queued-interleaved`: every task in such pairs, with queued samples and the batches decided from the reference

@@ -1450,7 +1450,8 @@ class Report {
     j.key("max_ms").num(*std::max_element(v.begin(), v.end()));
     j.key("std_ms").num(sd).key("cv").num(mean > 0 ? sd / mean : 0.0);
     j.key("host_mean_ms").num(mean_of(t.host_ms)).key("host_median_ms").num(median_of(t.host_ms));
-    j.key("batch").integer(t.batch).key("spaced").boolean(t.spaced).key("spacer_us").num(t.spacer_us).key("closed_syncs").integer(t.closed_syncs);
+    j.key("batch").integer(t.batch).key("spaced").boolean(t.spaced).key("spacer_us").num(t.spacer_us);
+    j.key("closed_syncs").integer(t.closed_syncs);
     j.key("kept_allocs").integer(t.kept_allocs);
     if (!t.tail_ms.empty()) {
       j.key("first_segment_median_ms").num(median_of(t.first_ms)).key("tail_median_ms").num(median_of(t.tail_ms));

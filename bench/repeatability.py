@@ -138,10 +138,14 @@ def load_saved(path: str) -> list[dict]:
     return entries
 
 
-def after_flags(reference: dict, sizes: int, after: str, batch_below_ms: float) -> tuple[str, ...]:
+def reference_times(reference: dict) -> dict[int, TimingStats]:
+    """The reference run's per-size timings (its empty call, "floor", left out)."""
+    return {i: TimingStats.from_dict(t) for i, t in reference.items() if i != "floor"}
+
+
+def after_flags(ref: dict[int, TimingStats], sizes: int, after: str, batch_below_ms: float) -> tuple[str, ...]:
     """kwbench's flags for the "after" runs: the evaluator's batches, decided once from the reference's per-call
     times (none with batch_below_ms 0), and queued samples for --after queued."""
-    ref = {i: TimingStats.from_dict(t) for i, t in reference.items() if i != "floor"}
     batches = batches_for(ref, sizes, batch_below_ms)
     fixed = ("--batch-fixed", ",".join(map(str, batches))) if any(b > 1 for b in batches) else ()
     return fixed + (("--queued", "1") if after == "queued" else ())
@@ -257,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag, extra=extra)
                      for tag in ("after-1", "after-2")}
         elif runs["reference"] is not None:
-            ref = {i: TimingStats.from_dict(t) for i, t in runs["reference"].items() if i != "floor"}
+            ref = reference_times(runs["reference"])
             trips = syncs_per_call(ref)
             if args.after == "queued" and trips > 1:
                 protocol = "queued-interleaved"
@@ -268,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs |= {tag: time_pair(exe, spec, precision, work, args.iters, tag, batches, queued, extra)
                          for tag in ("after-1", "after-2")}
             else:
-                fixed = after_flags(runs["reference"], len(spec.sizes), "queued" if queued else "batched",
+                fixed = after_flags(ref, len(spec.sizes), "queued" if queued else "batched",
                                     args.batch_below_ms) + extra
                 runs |= {tag: time_once(exe, spec, precision, work, args.iters, tag, fixed)
                          for tag in ("after-1", "after-2")}

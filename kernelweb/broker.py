@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from time import monotonic
 
@@ -33,16 +34,22 @@ def _bindings(text: bytes) -> list[filesystem.exchange_queue_t]:
     return [filesystem.exchange_queue_t(*q) for q in loads(text.decode())] if text.strip() else []
 
 
+@contextmanager
+def _locked(f, how: int):
+    """kombu's advisory file lock (shared or exclusive) held for the block."""
+    filesystem.lock(f, how)
+    try:
+        yield
+    finally:
+        filesystem.unlock(f)
+
+
 class Channel(filesystem.Channel):
     def get_table(self, exchange):
         file = self._exchange_file(exchange)
         try:
-            with file.open("rb") as f:
-                filesystem.lock(f, filesystem.LOCK_SH)
-                try:
-                    return _bindings(f.read())
-                finally:
-                    filesystem.unlock(f)
+            with file.open("rb") as f, _locked(f, filesystem.LOCK_SH):
+                return _bindings(f.read())
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -65,18 +72,14 @@ class Channel(filesystem.Channel):
         (without truncation, so a process that opens it meanwhile finds it empty, never half-written)."""
         file = self._exchange_file(exchange)
         try:
-            with file.open("ab+" if create else "rb+", buffering=0) as f:
-                filesystem.lock(f, filesystem.LOCK_EX)
-                try:
-                    f.seek(0)
-                    queues = _bindings(f.read())
-                    changed = change(queues)
-                    if changed != queues:
-                        f.truncate(0)
-                        f.seek(0)  # append mode ("ab+") writes at the end anyway, which is now the start
-                        f.write(dumps(changed).encode())
-                finally:
-                    filesystem.unlock(f)
+            with file.open("ab+" if create else "rb+", buffering=0) as f, _locked(f, filesystem.LOCK_EX):
+                f.seek(0)
+                queues = _bindings(f.read())
+                changed = change(queues)
+                if changed != queues:
+                    f.truncate(0)
+                    f.seek(0)  # append mode ("ab+") writes at the end anyway, which is now the start
+                    f.write(dumps(changed).encode())
         except FileNotFoundError:
             return  # only without `create`: the table was removed meanwhile, nothing bound to change
         except OSError as exc:

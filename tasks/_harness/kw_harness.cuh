@@ -1807,7 +1807,8 @@ class Driver {
     TimingSamples t;
     t.batch = batch;
     t.spaced = spaced && batch > 1;
-    const int per_pair = spaced ? 1 : batch;  // launches between one event pair
+    const int per_pair = t.spaced ? 1 : batch;  // launches between one event pair
+    const int pairs = batch / per_pair;         // event pairs per sample
     t.spacer_us = opt_.queued ? spacer_ns / 1e3 : 0.0;
     held.reset();
     for (int it = 0; it < opt_.iters; ++it) {
@@ -1815,8 +1816,8 @@ class Driver {
       const uint64_t sample_seed = stream_seed(seed, "timed sample " + std::to_string(it));
       for (size_t b = 0; b < sets.size(); ++b) sets[b]->refresh(sample_seed + b);
       double ms = 0, host_ms = 0, first_ms = 0, tail_ms = 0, gap_ms = 0;
-      int pairs = 0, segmented = 0;
-      for (int from = 0; from < batch; from += per_pair, ++pairs) {
+      int segmented = 0;
+      for (int from = 0; from < batch; from += per_pair) {
         if (flush_) flush_l2(it * batch + from);
         cuda_check(cudaDeviceSynchronize(), "synchronize before a timed call");
         double pair_host_ms = 0;

@@ -281,14 +281,16 @@ def _time_candidate(ctx: CudaContext) -> _Timed | Evaluation:
     trips = syncs_per_call(baseline) if ctx.queued else 0.0
     if not o.interleave and trips <= 1:
         ctx.progress(f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)")
-        with ctx.phase("time"):
-            return _Timed(ctx.run("time", "candidate", list(spec.sizes), o.time_timeout_s), baseline, cached)
+        run = ctx.timed("time", "the candidate", lambda: ctx.run("time", "candidate", list(spec.sizes),
+                                                                o.time_timeout_s))
+        return _Timed(run, baseline, cached)
     beside = ("asked for" if o.interleave else
               f"the baseline's call synchronizes with the host {trips:.3g} times, so the host's speed is in its time")
     ctx.progress(f"{spec.name}/{precision}: time candidate and baseline, turn by turn ({o.warmup} warm-up + "
                  f"{o.iters} timed calls per size each)")
-    with ctx.phase("time"):
-        pair = ctx.interleaved(list(spec.sizes), 2 * o.time_timeout_s)  # each waits while the other has its turn
+    # Each waits while the other has its turn.
+    pair = ctx.timed("time", "the candidate and its baseline",
+                     lambda: ctx.interleaved(list(spec.sizes), 2 * o.time_timeout_s))
     run = cast(HarnessRun, pair.candidate)
     ref = cast(HarnessRun, pair.reference)
     if run.ok and not ref.ok:
@@ -464,8 +466,8 @@ def _baseline_times(ctx: CudaContext) -> tuple[dict[int, TimingStats] | Evaluati
     ctx.progress(
         f"{ctx.spec.name}/{ctx.precision}: time baseline ({o.warmup} warm-up + {o.iters} timed calls)"
     )
-    with ctx.phase("time_baseline"):
-        run = ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s, reference=True)
+    run = ctx.timed("time_baseline", "the baseline",
+                    lambda: ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s, reference=True))
     if not run.ok:
         crashed = _crashed(ctx, run, sizes=ctx.sizes(), kind="baseline")
         return replace(
@@ -476,15 +478,15 @@ def _baseline_times(ctx: CudaContext) -> tuple[dict[int, TimingStats] | Evaluati
     if any(b > 1 for b in batches):  # timed again as every candidate will be: these sizes in batches
         ctx.batches = batches
         ctx.progress(f"{ctx.spec.name}/{ctx.precision}: time baseline again, in batches ({batches})")
-        with ctx.phase("time_baseline"):
-            run = ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s, name="time-baseline-batched",
-                          reference=True)
+        run = ctx.timed("time_baseline", "the baseline in batches",
+                        lambda: ctx.run("time", "baseline", list(ctx.spec.sizes), o.time_timeout_s,
+                                        name="time-baseline-batched", reference=True))
         if not run.ok:
             crashed = _crashed(ctx, run, sizes=ctx.sizes(), kind="baseline")
             return replace(crashed, reason="the baseline failed while timed in batches (a task problem): "
                            + crashed.reason), False
         times = timings_by_size(run.data)
-    if len(times) == len(ctx.spec.sizes):
+    if len(times) == len(ctx.spec.sizes) and not ctx.slowed:  # never cache times the GPU's slowdown spoiled
         cache.store({
             "task": ctx.spec.name,
             "precision": ctx.precision,

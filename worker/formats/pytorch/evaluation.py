@@ -99,8 +99,7 @@ def _evaluate(ctx: TorchContext, source: str, flags: str | None, compile_only: b
     if isinstance(baseline, Evaluation):
         return replace(baseline, kind="candidate", compile=built, notes=tuple(notes) + baseline.notes)
     ctx.progress(f"{spec.name}/{precision}: time ModelNew ({o.warmup} warm-up + {o.iters} timed calls)")
-    with ctx.phase("time"):
-        run = ctx.child("time", o.time_timeout_s)
+    run = ctx.timed("time", "ModelNew", lambda: ctx.child("time", o.time_timeout_s))
     if not run.ok:
         return _crashed(ctx, run, compile=built, notes=notes, sizes=(checked,))
     data = run.data or {}
@@ -309,12 +308,14 @@ def _times(ctx: TorchContext, impl: str) -> tuple[TimingStats | Evaluation, bool
         ctx.progress(f"{ctx.spec.name}/{ctx.precision}: {what} times from cache")
         return cached, True
     ctx.progress(f"{ctx.spec.name}/{ctx.precision}: time {what} ({o.warmup} warm-up + {o.iters} timed calls)")
-    with ctx.phase("time_reference" if impl == "compile" else "time_baseline"):
-        run = ctx.child("time", o.time_timeout_s, impl=impl)
+    run = ctx.timed("time_reference" if impl == "compile" else "time_baseline", what,
+                    lambda: ctx.child("time", o.time_timeout_s, impl=impl))
     stats = timing_of(run.data or {}) if run.ok else None
     if stats is None:
         who = f"{what} failed while timing (a task problem, not the candidate's): "
         return _crashed(ctx, run, kind="baseline", who=who), False
+    if what in ctx.slowed:  # never cache times the GPU's slowdown spoiled
+        return stats, False
     cache.store({"task": ctx.spec.name, "precision": ctx.precision, "impl": impl,
                  "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "", "env": run.data.get("env", {}),
                  "timing": stats.to_dict()})

@@ -76,6 +76,14 @@ def test_without_nvidia_smi_or_a_gpu_the_watch_reports_nothing_and_fails_nothing
     assert watch.report is None
 
 
+def test_switched_off_the_watch_starts_no_poll(tmp_path, monkeypatch):
+    smi = _stand_in_smi(tmp_path / "bin", [POWER_CAPPED])
+    monkeypatch.setenv("KW_CLOCK_WATCH", "off")
+    with ClockWatch(0, smi=str(smi)) as watch:
+        time.sleep(0.2)
+    assert watch.report is None and not (tmp_path / "bin" / "count").exists()
+
+
 class _Spec:
     name = "t"
 

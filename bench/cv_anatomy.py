@@ -85,7 +85,7 @@ def sizes_of(entry: dict, min_us: float) -> list[tuple[int, float, Anatomy]]:
     ref = entry["runs"]["reference"]
     rows = []
     for key, timing in ref.items():
-        if key == "floor" or timing["mean_ms"] * 1000 < min_us:
+        if key in ("floor", "clock") or timing["mean_ms"] * 1000 < min_us:
             continue
         found = [anatomy(p[key]["samples_ms"]) for p in processes(entry["runs"]) if p.get(key, {}).get("samples_ms")]
         if found:

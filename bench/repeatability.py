@@ -37,6 +37,9 @@ host's own speed, and the summary names the misses whose two processes' empty ca
 ran at another speed: bench/host_speed.py, docs/benchmarks.md "The host's speed between processes"). The goals
 (issue 17): P within 2 % for at least 95 % of the tasks; CV under 2 % wherever a call takes 10 us or more.
 bench/cv_anatomy.py reads the --json and says what each size's CV over 2 % is made of (slow samples, drift, spread).
+Every process (or pair) runs under the evaluator's clock watch (worker/engine/clock.py): the --json keeps what
+the GPU's clock did ("clock"), and the output names each task whose GPU slowed itself down (power cap, thermal)
+while it was timed; unlike the evaluator, this script does not time such a process again.
 Without a GPU it only builds (and prints the tables of the resumed tasks).
 
 --resume takes the --json of an earlier run cut short (a time limit), or several (one per shard of a multi-GPU run:
@@ -60,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.host_speed import no_aslr  # noqa: E402
 from worker.engine import toolchain as tc  # noqa: E402
+from worker.engine.clock import ClockWatch  # noqa: E402
 from worker.engine.harness import harness_argv, read_result, run_interleaved  # noqa: E402
 from worker.engine.results import TimingStats  # noqa: E402
 from worker.engine.sandbox import run as run_sandboxed  # noqa: E402
@@ -70,6 +74,8 @@ from worker.registry import discover_tasks  # noqa: E402
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 NA = float("nan")  # a "before" figure of a --skip-before run
+META = ("floor", "clock")  # a run's entries that are not a size: its empty call, the GPU's clock while it ran
+WATCHED: list[int | str | None] = [None]  # the GPU whose clock main() watches during every process
 
 
 def _timings(data: dict | None, tag: str, stderr: str) -> dict | None:
@@ -87,23 +93,55 @@ def time_once(exe: str, spec, precision: str, work: Path, iters: int, tag: str, 
     out = work / f"{tag}.json"
     out.unlink(missing_ok=True)
     argv = harness_argv(exe, spec, precision, "time", "baseline", [dict(s) for s in spec.sizes], str(out), iters=iters)
-    res = run_sandboxed([*argv[:-2], *extra, *argv[-2:]], work, 900, name=tag)
-    return _timings(read_result(out) if out.is_file() else None, tag, res.stderr)
+    with ClockWatch(WATCHED[0]) as watch:
+        res = run_sandboxed([*argv[:-2], *extra, *argv[-2:]], work, 900, name=tag)
+    return _clocked(_timings(read_result(out) if out.is_file() else None, tag, res.stderr), watch)
+
+
+def _clocked(times: dict | None, watch: ClockWatch) -> dict | None:
+    """The timings with what the GPU's clock did meanwhile (worker/engine/clock.py), where it was read."""
+    if times is not None and watch.report is not None:
+        times["clock"] = watch.report.to_dict()
+    return times
 
 
 def time_pair(exe: str, spec, precision: str, work: Path, iters: int, tag: str, batches: list[int] | None = None,
               queued: bool = False, extra: tuple[str, ...] = ()) -> dict | None:
     """The baseline timed as a candidate beside itself, interleaved: {"candidate": ..., "baseline": ...}."""
-    pair = run_interleaved(exe, exe, spec, precision, [dict(s) for s in spec.sizes], work / f"{tag}-candidate",
-                           work / f"{tag}-baseline", 1800, candidate_impl="baseline", iters=iters, batches=batches,
-                           queued=queued, extra=extra)
-    sides = {"candidate": _timings(pair.candidate.data, tag, pair.candidate.result.stderr),
+    with ClockWatch(WATCHED[0]) as watch:
+        pair = run_interleaved(exe, exe, spec, precision, [dict(s) for s in spec.sizes], work / f"{tag}-candidate",
+                               work / f"{tag}-baseline", 1800, candidate_impl="baseline", iters=iters,
+                               batches=batches, queued=queued, extra=extra)
+    sides = {"candidate": _clocked(_timings(pair.candidate.data, tag, pair.candidate.result.stderr), watch),
              "baseline": _timings(pair.reference.data, tag, pair.reference.result.stderr)}
     return sides if all(sides.values()) else None
 
 
 PAIRED = ("interleaved", "queued-interleaved")  # the "after" protocols timed as a pair, P from its own two sides
 HOST_MOVED = 0.05  # two processes' empty calls this far apart: the host ran at another speed (bench/host_speed.py)
+
+
+def slowed_note(runs: dict) -> str:
+    """"; the GPU slowed itself down in after-1 (software power cap, 1455 MHz of 1980)" for every process whose
+    clock watch saw a slowdown (worker/engine/clock.py), else ""."""
+    said = []
+    for tag, run in runs.items():
+        if not isinstance(run, dict):
+            continue
+        clock = run.get("clock") or (run.get("candidate") or {}).get("clock")
+        if clock and clock["slowed"]:
+            said.append(f"{tag} ({', '.join(clock['reasons'])}, {clock['sm_min_mhz']} MHz of {clock['max_mhz']})")
+    return f"; the GPU slowed itself down in {', '.join(said)}" if said else ""
+
+
+def clock_summary(saved: list[dict]) -> str:
+    """How many processes had their GPU clock read, and each task whose clock slowed down (slowed_note)."""
+    clocks = [run.get("clock") or (run.get("candidate") or {}).get("clock")
+              for entry in saved for tag, run in entry["runs"].items() if isinstance(run, dict)]
+    slowed = [f"{e['task']}[{e['precision']}]{slowed_note(e['runs'])[len('; the GPU slowed itself down'):]}"
+              for e in saved if slowed_note(e["runs"])]
+    return (f"the GPU's clock was read during {sum(1 for c in clocks if c)} of {len(clocks)} processes (or pairs); "
+            f"it slowed itself down during {len(slowed)} tasks' runs{': ' if slowed else ''}{'; '.join(slowed)}")
 
 
 def host_moved(hosts: tuple[float, float]) -> bool:
@@ -129,7 +167,7 @@ def load_saved(path: str) -> list[dict]:
     """The entries of an earlier --json, with each run's size indices back to integers (JSON keys are strings)."""
     entries = json.loads(Path(path).read_text())
     def keyed(run: dict) -> dict:
-        return {k if k == "floor" else int(k): t for k, t in run.items()}
+        return {k if k in META else int(k): t for k, t in run.items()}
 
     for entry in entries:
         paired = entry["runs"].get("protocol") in PAIRED
@@ -139,8 +177,8 @@ def load_saved(path: str) -> list[dict]:
 
 
 def reference_times(reference: dict) -> dict[int, TimingStats]:
-    """The reference run's per-size timings (its empty call, "floor", left out)."""
-    return {i: TimingStats.from_dict(t) for i, t in reference.items() if i != "floor"}
+    """The reference run's per-size timings (its empty call and clock left out)."""
+    return {i: TimingStats.from_dict(t) for i, t in reference.items() if i not in META}
 
 
 def after_flags(ref: dict[int, TimingStats], sizes: int, after: str, batch_below_ms: float) -> tuple[str, ...]:
@@ -218,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} tasks{resumed}; "
           f"GPU: {chain.gpu.name if chain.gpu else 'none (' + chain.gpu_reason + ')'}; "
           f"{args.iters} timed calls per size", flush=True)
+    WATCHED[0] = (chain.gpu.uuid or chain.gpu.index) if chain.gpu else None
     root = Path(tempfile.mkdtemp(prefix="kw-repeat-"))
     exes, unordered = {}, {}
 
@@ -285,8 +324,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:  # after every task: a run cut short keeps what it timed
             Path(args.json).write_text(json.dumps(saved, indent=1))
         (_, _, before, after, _), _ = summarize(spec, precision, runs)
-        print(f"  {spec.name}[{precision}]: P repeat {pct(before)} -> {pct(after)}", flush=True)
+        print(f"  {spec.name}[{precision}]: P repeat {pct(before)} -> {pct(after)}{slowed_note(runs)}", flush=True)
     print(f"timed {timed} tasks in {time.monotonic() - started:.0f} s; {len(saved)} in the tables below")
+    print(clock_summary(saved))
 
     rows, sizes_rows = [], []  # from every saved task, resumed and new
     for entry in saved:

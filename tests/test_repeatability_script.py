@@ -128,3 +128,23 @@ def test_a_miss_whose_two_processes_had_a_slower_host_is_named_as_the_hosts(tmp_
     assert "| 14.00 / 18.20 |" in out
     assert ("after: 1 of the 2 misses had the host's speed move between their two processes (empty call 5 % or "
             "more apart): FFT") in out
+
+
+def test_a_process_the_gpus_slowdown_spoiled_is_named_with_its_clock(tmp_path, capsys):
+    capped = {"readings": 40, "slowed": 12, "sm_min_mhz": 1455, "sm_max_mhz": 1980, "max_mhz": 1980,
+              "reasons": ["software power cap"]}
+    clean = {**capped, "slowed": 0, "sm_min_mhz": 1980, "reasons": []}
+    saved = [
+        {"task": "spmm_csr", "precision": "fp32", "runs": {
+            "protocol": "queued", "reference": {**run(1.0), "clock": clean},
+            "after-1": {**run(1.0), "clock": clean}, "after-2": {**run(1.19), "clock": capped}}},
+        {"task": "elu", "precision": "fp32", "runs": {
+            "protocol": "queued", "reference": run(1.0), "after-1": run(1.0), "after-2": run(1.0)}},
+    ]
+    path = tmp_path / "resume.json"
+    path.write_text(json.dumps(saved))
+    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("the GPU's clock was read during 3 of 6 processes (or pairs); it slowed itself down during 1 tasks' "
+            "runs: spmm_csr[fp32] in after-2 (software power cap, 1455 MHz of 1980)") in out
+    assert "| spmm_csr | fp32 | 5 | 100.0 - 100.0 |" in out  # the clock entry is no size

@@ -74,6 +74,7 @@ class EvalOptions:
 # The timing protocols a run may choose (docs/evaluation.md, "Timing protocol"): synchronized, the default, or
 # queued (EvalOptions.queued_timing).
 TIMING_PROTOCOLS = ("synchronized", "queued")
+SLOWED_FLAG = "GPU slowed while timed"  # a review flag: times kept from a second slowed timing (timed())
 RETIME_PAUSE_S = 1.0  # before timing again after a slowdown: nvbench waits for the clock to recover too
 
 
@@ -166,6 +167,8 @@ class EvalContext:
         note = confine.evaluation_note()  # never silently unconfined (docs/threat-model.md)
         clock = [*self.retimed, *self.slowed.values()]  # never a time the GPU's own slowdown spoiled, unsaid
         fields["notes"] = (*fields.get("notes", ()), *clock, *([note] if note else []))
+        if self.slowed:
+            fields["flags"] = (*fields.get("flags", ()), SLOWED_FLAG)
         return Evaluation(
             task=self.spec.name,
             precision=self.precision,

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from worker.engine.context import EvalOptions
+from worker.engine.context import SLOWED_FLAG, EvalOptions
 from worker.engine.results import Evaluation, Verdict
 from worker.engine.scoring import CV_REVIEW
 
@@ -84,6 +84,9 @@ def _noise_hint(fresh: Evaluation) -> str:
     """Where the fresh run's own times were noisy, say so: a disagreement there may be the host's speed (calls of
     a few microseconds are mostly launch and synchronize) rather than a different kernel, and the next step is
     another verification on an idle GPU, not a rewrite."""
+    if SLOWED_FLAG in fresh.flags:
+        return ("; the GPU slowed itself down while the fresh run was timed (power cap or heat: its notes say "
+                "when), so its times are not this GPU's own: verify again once the GPU runs at its full clock")
     worst = max(((max(t.cv for t in (s.baseline, s.candidate) if t is not None), s.label)
                  for s in fresh.sizes if s.baseline is not None or s.candidate is not None), default=None)
     if worst is None or worst[0] <= CV_REVIEW:  # the evaluator's own "CV>5%" flag

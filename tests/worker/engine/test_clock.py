@@ -13,9 +13,10 @@ import pytest
 
 from worker.engine import toolchain as tc
 from worker.engine.clock import ClockReading, ClockWatch, parse_line, summarize
-from worker.engine.context import EvalContext
+from worker.engine.context import SLOWED_FLAG, EvalContext
 from worker.engine.gpu import GpuInfo
 from worker.engine.results import Verdict
+from worker.engine.verification import compare
 
 MAX = 1980
 CLEAN = f"1980, {MAX}, 0x0000000000000000"
@@ -126,8 +127,18 @@ def test_a_timing_slowed_down_twice_is_kept_and_said(tmp_path, monkeypatch):
     calls: list[int] = []
     assert ctx.timed("time_baseline", "the baseline", _timing(calls)) == "run 2"
     assert len(calls) == 2 and "the baseline" in ctx.slowed
-    notes = ctx.base(verdict=Verdict.OK, reason="r").notes
-    assert any("and again when timed once more; its times are slower than this GPU's own" in n for n in notes)
+    ev = ctx.base(verdict=Verdict.OK, reason="r")
+    assert any("and again when timed once more; its times are slower than this GPU's own" in n for n in ev.notes)
+    assert SLOWED_FLAG in ev.flags  # a review flag, which a verification's disagreement then names
+
+
+def test_a_verification_whose_fresh_timing_was_slowed_says_to_verify_again(tmp_path, monkeypatch):
+    ctx = _context(tmp_path, [POWER_CAPPED], monkeypatch)
+    ctx.timed("time", "the candidate", _timing([]))
+    fresh = ctx.base(verdict=Verdict.OK, reason="r", score=1.5)
+    said = compare(Verdict.OK, 2.0, "NVIDIA H100", fresh)
+    assert not said.verified
+    assert "the GPU slowed itself down while the fresh run was timed" in said.summary, said.summary
 
 
 def test_a_clean_timing_runs_once_and_adds_no_note(tmp_path, monkeypatch):

@@ -118,6 +118,7 @@ class EvalContext:
         self.started = time.monotonic()
         self.slowed: dict[str, str] = {}  # timing phases the GPU's slowdown spoiled twice: what to say (timed())
         self.retimed: list[str] = []  # timing phases timed again after a slowdown
+        self._gpu_held = False  # gpu() is held by this evaluation now
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -133,7 +134,8 @@ class EvalContext:
         """
         gpu = self.chain.gpu
         for attempt in (1, 2):
-            with self.phase(phase), ClockWatch(gpu.uuid or gpu.index if gpu else None) as watch:
+            # Inside the GPU's lock: the readings are of this timing, not of another evaluation's work before it.
+            with self.phase(phase), self.gpu(), ClockWatch(gpu.uuid or gpu.index if gpu else None) as watch:
                 result = run()
             report = watch.report
             if report is None or not report.throttled:
@@ -148,11 +150,20 @@ class EvalContext:
 
     @contextmanager
     def gpu(self) -> Iterator[None]:
-        """Hold this GPU's lock (every harness run does; compiles never do); the wait counts as lock_wait."""
+        """Hold this GPU's lock (every harness run does; compiles never do); the wait counts as lock_wait. Held
+        already by this evaluation (timed() holds it around its clock watch), it is held on, not taken again: an
+        flock taken twice by one process through two opens would wait for itself."""
+        if self._gpu_held:
+            yield
+            return
         key = self.chain.gpu.lock_key if self.chain.gpu else "cpu"
         with gpu_lock(key, self.options.lock_dir, self.options.lock_timeout_s) as waited:
             self.phases["lock_wait"] = self.phases.get("lock_wait", 0.0) + waited
-            yield
+            self._gpu_held = True
+            try:
+                yield
+            finally:
+                self._gpu_held = False
 
     def cleanup(self) -> None:
         if self._own_dir and not self.options.keep_work_dir:

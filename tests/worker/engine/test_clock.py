@@ -13,7 +13,7 @@ import pytest
 
 from worker.engine import toolchain as tc
 from worker.engine.clock import ClockReading, ClockWatch, parse_line, summarize
-from worker.engine.context import SLOWED_FLAG, EvalContext
+from worker.engine.context import SLOWED_FLAG, EvalContext, EvalOptions
 from worker.engine.gpu import GpuInfo
 from worker.engine.results import Verdict
 from worker.engine.verification import compare
@@ -100,13 +100,18 @@ def _context(tmp_path: Path, runs: list[str], monkeypatch) -> EvalContext:
     smi = _stand_in_smi(tmp_path / "bin", runs)
     monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr("worker.engine.context.RETIME_PAUSE_S", 0.0)
-    return EvalContext(_Spec(), "fp32", None, _Chain(), tmp_path / "work", None)
+    options = EvalOptions(lock_dir=str(tmp_path / "locks"), lock_timeout_s=5)
+    return EvalContext(_Spec(), "fp32", options, _Chain(), tmp_path / "work", None)
 
 
-def _timing(calls: list[int]):
+def _timing(calls: list[int], ctx: EvalContext | None = None):
     def run():
         calls.append(len(calls))
-        time.sleep(0.3)
+        if ctx is not None:
+            with ctx.gpu():  # as a harness run does: the lock timed() holds is held on, not waited for
+                time.sleep(0.3)
+        else:
+            time.sleep(0.3)
         return f"run {len(calls)}"
     return run
 
@@ -141,10 +146,11 @@ def test_a_verification_whose_fresh_timing_was_slowed_says_to_verify_again(tmp_p
     assert "the GPU slowed itself down while the fresh run was timed" in said.summary, said.summary
 
 
-def test_a_clean_timing_runs_once_and_adds_no_note(tmp_path, monkeypatch):
+def test_a_clean_timing_runs_once_inside_the_gpus_lock_and_adds_no_note(tmp_path, monkeypatch):
     ctx = _context(tmp_path, [CLEAN], monkeypatch)
     calls: list[int] = []
-    ctx.timed("time", "the candidate", _timing(calls))
+    ctx.timed("time", "the candidate", _timing(calls, ctx))
+    assert ctx.phases["lock_wait"] < 1  # taken once, by timed(): the run's own gpu() did not wait for it
     assert len(calls) == 1 and not ctx.slowed and not ctx.retimed
     assert not [n for n in ctx.base(verdict=Verdict.OK, reason="r").notes if "slowed" in n]
 

@@ -19,6 +19,9 @@
 #                    writing under $OUT lost their tables (2026-11-29)
 #   --dry-run, --list, -h/--help
 #
+# Every call also logs the GPU's clock, every 250 ms, into clocks.csv under --out, summed up at the end in
+# clock-log.txt (bench/clock_log.py: the slowdown episodes, power cap or thermal, if any).
+#
 # Environment:
 #   PYTHON         the interpreter (default python3; e.g. .venv/bin/python on a development machine)
 #   WHEELS         a folder of wheels for that Python, installed into a scratch folder first when it holds
@@ -171,6 +174,7 @@ setup() {
   export PYTHONUNBUFFERED=1 KW_BUILD_CACHE=$PWD/.build/cache KW_TEST_BUILD_CACHE=$PWD/.build/cache
   export KW_TIMING_CACHE=${KW_TIMING_CACHE:-$scratch/timing} MAX_JOBS=${MAX_JOBS:-$jobs}
   if [ "$wheels" = 1 ]; then install_wheels "$python" "$wheel_dir" "$scratch/site" || exit 1; fi
+  start_clock_log
   local nvcc inc site d f
   nvcc=$(command -v nvcc) || return 0
   inc=$(dirname "$(readlink -f "$nvcc")")/../include
@@ -184,6 +188,28 @@ setup() {
     for f in "$scratch"/cuda-extra/lib/lib*.so.*; do [ -e "$f" ] && ln -sf "$(basename "$f")" "${f%%.so.*}.so"; done
     export KW_CUDA_EXTRA=$scratch/cuda-extra
   fi
+}
+
+# The GPU's clock over the whole call, every 250 ms, into clocks.csv (bench/clock_log.py sums it up at the end):
+# whether a table's numbers were taken at full clock. The reasons' field was renamed in driver R535.
+clock_pid=""
+start_clock_log() {
+  command -v nvidia-smi > /dev/null || return 0
+  local field
+  for field in clocks_event_reasons.active clocks_throttle_reasons.active; do
+    nvidia-smi --query-gpu="$field" --format=csv,noheader > /dev/null 2>&1 || continue
+    nvidia-smi --query-gpu="timestamp,index,clocks.sm,clocks.max.sm,$field,power.draw,temperature.gpu" \
+      --format=csv,nounits -lms 250 > "$out/clocks.csv" 2> /dev/null &
+    clock_pid=$!
+    return 0
+  done
+}
+
+stop_clock_log() {
+  [ -n "$clock_pid" ] || return 0
+  kill "$clock_pid" 2> /dev/null; wait "$clock_pid" 2> /dev/null
+  "$python" bench/clock_log.py "$out/clocks.csv" > "$out/clock-log.txt" 2>&1
+  head -1 "$out/clock-log.txt"
 }
 
 stage() {
@@ -331,6 +357,7 @@ for name in "${selected[@]}"; do
   [ "$stage_failed" = 0 ] || failed+=("$name")
 done
 [ "$dry_run" = 1 ] && exit 0
+stop_clock_log
 rm -rf "$scratch/site" "$scratch/cuda-extra"
 stamp "done in $(( $(date +%s) - started )) s; raw output in $out"
 [ ${#failed[@]} -gt 0 ] && echo "stages that failed: ${failed[*]}"

@@ -15,6 +15,6 @@ install_wheels() {
 # scripts' summary lines: what a bundle's summary.txt holds beside the tarball.
 summary_lines() {
   find "$1" -type f \( -name '*.log' -o -name '*.txt' \) -print0 2>/dev/null | sort -z \
-    | xargs -0 -r grep -h -E '^(PASSED|FAILED|ERROR) |^=+ .*(passed|failed|error)|P repeat|within 2 %|CV of|^host tables:|^[A-Za-z0-9_.]+\.cu +[a-z_]+ +(fp32|bf16) ' \
+    | xargs -0 -r grep -h -E '^(PASSED|FAILED|ERROR) |^=+ .*(passed|failed|error)|P repeat|within 2 %|CV of|^host tables:|^clock log:|^[A-Za-z0-9_.]+\.cu +[a-z_]+ +(fp32|bf16) ' \
       2>/dev/null
 }

@@ -173,3 +173,25 @@ def test_a_broken_wheel_stops_the_script_with_a_message(tmp_path):
     (tmp_path / "wheels" / "kwdemo-1.0-py3-none-any.whl").write_text("not a zip")
     done = install_wheels(tmp_path / "wheels", tmp_path / "site")
     assert done.returncode != 0 and f"could not install the wheels of {tmp_path / 'wheels'}/" in done.stderr
+
+
+def test_every_call_logs_the_gpus_clock_and_its_summary_names_a_slowdown(tmp_path):
+    # nvidia-smi stands in: a one-shot query answers, the poll prints a header and power-capped readings.
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("""#!/bin/bash
+case " $* " in *" -lms "*) ;; *) echo "0x0000000000000004"; exit 0 ;; esac
+echo "timestamp, index, clocks.current.sm [MHz], clocks.max.sm [MHz], clocks_event_reasons.active, power.draw [W], x"
+while :; do echo "$(date '+%Y/%m/%d %H:%M:%S.%3N'), 0, 1455, 1980, 0x0000000000000004, 700.0, 35"; sleep 0.1; done
+""")
+    smi.chmod(0o755)
+    bundle = tmp_path / "bundle"
+    env = {**os.environ, "PATH": f"{smi.parent}{os.pathsep}{os.environ['PATH']}", "PYTHON": sys.executable,
+           "WHEELS": str(tmp_path / "no-wheels")}
+    done = subprocess.run(["bash", str(SCRIPT), "--out", str(tmp_path / "out"), "--bundle", str(bundle), "env"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "clocks.csv").stat().st_size > 0
+    summary = (bundle / "summary.txt").read_text()
+    assert re.search(r"^clock log: \d+ readings over \d+ s, SM clock maximum 1980 MHz; .*slowed in \d+ readings, "
+                     r"1 episodes:$", summary, re.M), summary

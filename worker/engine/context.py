@@ -128,9 +128,11 @@ class EvalContext:
         finally:
             self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - start
 
-    def timed(self, phase: str, what: str, run: Callable[[], T]) -> T:
+    def timed(self, phase: str, what: str, run: Callable[[], T], failed: Callable[[T], bool] | None = None) -> T:
         """A timing process run under the clock watch (worker.engine.clock), in `phase`: run once more when the
         GPU slowed itself down during it. A second slowed run is kept, and the evaluation's notes say so (base()).
+        A run that `failed` (a crash, a wrong timed call) is kept whatever the clock did: the retry times again, it
+        never gives a candidate a second chance at a check (which a candidate could ask for by burning power).
         """
         gpu = self.chain.gpu
         for attempt in (1, 2):
@@ -138,7 +140,7 @@ class EvalContext:
             with self.phase(phase), self.gpu(), ClockWatch(gpu.uuid or gpu.index if gpu else None) as watch:
                 result = run()
             report = watch.report
-            if report is None or not report.throttled:
+            if report is None or not report.throttled or (failed is not None and failed(result)):
                 return result
             if attempt == 1:
                 self.retimed.append(f"{what} was timed again: {report.sentence()} during its first timing")

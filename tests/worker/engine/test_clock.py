@@ -137,6 +137,14 @@ def test_a_timing_slowed_down_twice_is_kept_and_said(tmp_path, monkeypatch):
     assert SLOWED_FLAG in ev.flags  # a review flag, which a verification's disagreement then names
 
 
+def test_a_failed_run_is_kept_whatever_the_clock_did_so_no_candidate_gets_a_second_chance(tmp_path, monkeypatch):
+    # A candidate caught doing less work could burn power to slow the GPU down and ask for another try: none.
+    ctx = _context(tmp_path, [POWER_CAPPED, CLEAN], monkeypatch)
+    calls: list[int] = []
+    assert ctx.timed("time", "the candidate", _timing(calls), failed=lambda r: r == "run 1") == "run 1"
+    assert len(calls) == 1 and not ctx.retimed
+
+
 def test_a_verification_whose_fresh_timing_was_slowed_says_to_verify_again(tmp_path, monkeypatch):
     ctx = _context(tmp_path, [POWER_CAPPED], monkeypatch)
     ctx.timed("time", "the candidate", _timing([]))

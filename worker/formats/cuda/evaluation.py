@@ -213,7 +213,7 @@ def _evaluate(ctx: CudaContext, source: str, flags: str | None, compile_only: bo
 
     # Timing: the candidate with its baseline beside it, turn by turn (or the baseline alone, cached, then the
     # candidate).
-    timed = _time_candidate(ctx)
+    timed = _time_candidate(ctx, sizes)
     if isinstance(timed, Evaluation):
         return replace(timed, kind="candidate", compile=compiled, notes=tuple(notes))
     run, baseline, cached = timed.run, timed.baseline, timed.cached
@@ -264,7 +264,7 @@ class _Timed:
     beside: str = ""  # why the baseline was timed beside the candidate; "" when it was not
 
 
-def _time_candidate(ctx: CudaContext) -> _Timed | Evaluation:
+def _time_candidate(ctx: CudaContext, sizes: list[SizeResult]) -> _Timed | Evaluation:
     """The candidate's timing and the baseline times its P divides. Beside it, taking turns on the GPU and on one CPU
     (docs/evaluation.md, "Interleaved timing"), when asked (`interleave`) or, in the queued protocol, when the
     baseline's call goes back and forth between host and GPU (syncs_per_call above 1): the host's speed, which
@@ -282,7 +282,8 @@ def _time_candidate(ctx: CudaContext) -> _Timed | Evaluation:
     if not o.interleave and trips <= 1:
         ctx.progress(f"{spec.name}/{precision}: time candidate ({o.warmup} warm-up + {o.iters} timed calls per size)")
         run = ctx.timed("time", "the candidate", lambda: ctx.run("time", "candidate", list(spec.sizes),
-                                                                o.time_timeout_s))
+                                                                o.time_timeout_s),
+                        failed=lambda r: _timing_failed(sizes, r))
         return _Timed(run, baseline, cached)
     beside = ("asked for" if o.interleave else
               f"the baseline's call synchronizes with the host {trips:.3g} times, so the host's speed is in its time")
@@ -290,7 +291,8 @@ def _time_candidate(ctx: CudaContext) -> _Timed | Evaluation:
                  f"{o.iters} timed calls per size each)")
     # Each waits while the other has its turn.
     pair = ctx.timed("time", "the candidate and its baseline",
-                     lambda: ctx.interleaved(list(spec.sizes), 2 * o.time_timeout_s))
+                     lambda: ctx.interleaved(list(spec.sizes), 2 * o.time_timeout_s),
+                     failed=lambda p: _timing_failed(sizes, cast(HarnessRun, p.candidate)))
     run = cast(HarnessRun, pair.candidate)
     ref = cast(HarnessRun, pair.reference)
     if run.ok and not ref.ok:
@@ -298,6 +300,13 @@ def _time_candidate(ctx: CudaContext) -> _Timed | Evaluation:
         return replace(crashed, reason="the baseline failed while timed beside the candidate (a task problem): "
                        + crashed.reason)
     return _Timed(run, timings_by_size(ref.data), False, beside)
+
+
+def _timing_failed(sizes: list[SizeResult], run: HarnessRun) -> bool:
+    """The candidate's timing run decides a verdict other than ok (a crash, a wrong timed call, times beyond its
+    wall time): kept as it is, never timed again (EvalContext.timed)."""
+    return (not run.ok or timed_call_failure(sizes, run.data) is not None
+            or bool(beyond_wall_time(run.data, run.result.wall_s)))
 
 
 def _check_failure(ctx: CudaContext, pair: ComparedRun, compiled: CompileResult | None,

@@ -273,7 +273,8 @@ def _build_and_run(ctx: _Context, role: str, source: str, run: bool = True) -> _
                                policy=confine.candidate_run(ws / spec.execute.argv[0], ws))
 
     # The task's program checks and times in one run: the clock watch spans both.
-    result = ctx.timed("time_baseline" if role == "baseline" else "check", f"the {role}'s run", execute)
+    result = ctx.timed("time_baseline" if role == "baseline" else "check", f"the {role}'s run", execute,
+                       failed=lambda res: _judge(ctx, res, role, compiled) is not None)
     return _Run(compiled, result, folder)
 
 

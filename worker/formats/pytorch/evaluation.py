@@ -99,7 +99,9 @@ def _evaluate(ctx: TorchContext, source: str, flags: str | None, compile_only: b
     if isinstance(baseline, Evaluation):
         return replace(baseline, kind="candidate", compile=built, notes=tuple(notes) + baseline.notes)
     ctx.progress(f"{spec.name}/{precision}: time ModelNew ({o.warmup} warm-up + {o.iters} timed calls)")
-    run = ctx.timed("time", "ModelNew", lambda: ctx.child("time", o.time_timeout_s))
+    run = ctx.timed("time", "ModelNew", lambda: ctx.child("time", o.time_timeout_s),
+                    failed=lambda r: not r.ok or bool(_timed_call_failure(ctx, r.data or {})
+                                                      or beyond_wall_time(r.data or {}, r.result.wall_s)))
     if not run.ok:
         return _crashed(ctx, run, compile=built, notes=notes, sizes=(checked,))
     data = run.data or {}

@@ -130,7 +130,8 @@ def slowed_note(runs: dict) -> str:
             continue
         clock = run.get("clock") or (run.get("candidate") or {}).get("clock")
         if clock and clock["slowed"]:
-            said.append(f"{tag} ({', '.join(clock['reasons'])}, {clock['sm_min_mhz']} MHz of {clock['max_mhz']})")
+            low = clock.get("slowed_min_mhz") or clock["sm_min_mhz"]  # the lowest slowed clock; older JSONs lack it
+            said.append(f"{tag} ({', '.join(clock['reasons'])}, {low} MHz of {clock['max_mhz']})")
     return f"; the GPU slowed itself down in {', '.join(said)}" if said else ""
 
 

@@ -59,6 +59,7 @@ class ClockReport:
     sm_max_mhz: int
     max_mhz: int
     reasons: tuple[str, ...]  # the slowdowns seen in slowed readings
+    slowed_min_mhz: int = 0  # the lowest SM clock of a slowed reading (an idle reading's clock is no slowdown)
 
     @property
     def throttled(self) -> bool:
@@ -67,12 +68,13 @@ class ClockReport:
     def sentence(self) -> str:
         seconds = self.slowed * INTERVAL_MS / 1000
         return (f"the GPU slowed itself down ({', '.join(self.reasons)}) for about {seconds:.1f} s of the "
-                f"{self.readings * INTERVAL_MS / 1000:.1f} s timed, its SM clock at {self.sm_min_mhz} MHz of "
-                f"{self.max_mhz}")
+                f"{self.readings * INTERVAL_MS / 1000:.1f} s timed, its SM clock down to {self.slowed_min_mhz} MHz "
+                f"of {self.max_mhz}")
 
     def to_dict(self) -> dict[str, object]:
         return {"readings": self.readings, "slowed": self.slowed, "sm_min_mhz": self.sm_min_mhz,
-                "sm_max_mhz": self.sm_max_mhz, "max_mhz": self.max_mhz, "reasons": list(self.reasons)}
+                "sm_max_mhz": self.sm_max_mhz, "max_mhz": self.max_mhz, "reasons": list(self.reasons),
+                "slowed_min_mhz": self.slowed_min_mhz}
 
 
 def parse_line(line: str) -> ClockReading | None:
@@ -100,6 +102,7 @@ def summarize(readings: list[ClockReading]) -> ClockReport | None:
         sm_max_mhz=max(r.sm_mhz for r in readings),
         max_mhz=max(r.max_mhz for r in readings),
         reasons=reasons,
+        slowed_min_mhz=min((r.sm_mhz for r in slowed), default=0),
     )
 
 

@@ -121,26 +121,32 @@ PAIRED = ("interleaved", "queued-interleaved")  # the "after" protocols timed as
 HOST_MOVED = 0.05  # two processes' empty calls this far apart: the host ran at another speed (bench/host_speed.py)
 
 
-def slowed_note(runs: dict) -> str:
-    """"; the GPU slowed itself down in after-1 (software power cap, 1455 MHz of 1980)" for every process whose
-    clock watch saw a slowdown (worker/engine/clock.py), else ""."""
+def _clock_of(run: dict) -> dict | None:
+    """A process's clock report; a pair's is kept on its candidate side (time_pair)."""
+    return run.get("clock") or (run.get("candidate") or {}).get("clock")
+
+
+def slowed_runs(runs: dict) -> list[str]:
+    """"after-1 (software power cap, 1455 MHz of 1980)" for every process whose clock watch saw a slowdown
+    (worker/engine/clock.py)."""
     said = []
     for tag, run in runs.items():
-        if not isinstance(run, dict):
-            continue
-        clock = run.get("clock") or (run.get("candidate") or {}).get("clock")
+        clock = _clock_of(run) if isinstance(run, dict) else None
         if clock and clock["slowed"]:
             low = clock.get("slowed_min_mhz") or clock["sm_min_mhz"]  # the lowest slowed clock; older JSONs lack it
             said.append(f"{tag} ({', '.join(clock['reasons'])}, {low} MHz of {clock['max_mhz']})")
+    return said
+
+
+def slowed_note(runs: dict) -> str:
+    said = slowed_runs(runs)
     return f"; the GPU slowed itself down in {', '.join(said)}" if said else ""
 
 
 def clock_summary(saved: list[dict]) -> str:
-    """How many processes had their GPU clock read, and each task whose clock slowed down (slowed_note)."""
-    clocks = [run.get("clock") or (run.get("candidate") or {}).get("clock")
-              for entry in saved for tag, run in entry["runs"].items() if isinstance(run, dict)]
-    slowed = [f"{e['task']}[{e['precision']}]{slowed_note(e['runs'])[len('; the GPU slowed itself down'):]}"
-              for e in saved if slowed_note(e["runs"])]
+    """How many processes had their GPU clock read, and each task whose clock slowed down (slowed_runs)."""
+    clocks = [_clock_of(run) for entry in saved for run in entry["runs"].values() if isinstance(run, dict)]
+    slowed = [f"{e['task']}[{e['precision']}] in {', '.join(said)}" for e in saved if (said := slowed_runs(e["runs"]))]
     return (f"the GPU's clock was read during {sum(1 for c in clocks if c)} of {len(clocks)} processes (or pairs); "
             f"it slowed itself down during {len(slowed)} tasks' runs{': ' if slowed else ''}{'; '.join(slowed)}")
 
@@ -257,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} tasks{resumed}; "
           f"GPU: {chain.gpu.name if chain.gpu else 'none (' + chain.gpu_reason + ')'}; "
           f"{args.iters} timed calls per size", flush=True)
-    WATCHED[0] = (chain.gpu.uuid or chain.gpu.index) if chain.gpu else None
+    WATCHED[0] = chain.gpu.smi_id if chain.gpu else None
     root = Path(tempfile.mkdtemp(prefix="kw-repeat-"))
     exes, unordered = {}, {}
 

@@ -41,10 +41,7 @@ def test_p_repeat_is_computed_against_the_reference_alone_and_within_each_pair_i
             "after-1": {"candidate": run(1.0), "baseline": run(1.0)},
             "after-2": {"candidate": run(1.2), "baseline": run(1.21)}}},
     ]
-    path = tmp_path / "resume.json"
-    path.write_text(json.dumps(saved))
-    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = tables_of(saved, tmp_path, capsys)
     assert "| vector_add | fp32 | 5 | 100.0 - 100.0 | 1.00% | 5.00% | 0 of 5 | 5 of 5 | 10.00 / 10.00 |" in out
     assert "before: P within 2 % for 2 of 3 tasks (67 %)" in out  # elu alone: 30 % apart
     assert "after: P within 2 % for 2 of 3 tasks (67 %)" in out  # elu and gelu in pairs: the drift divides out
@@ -110,6 +107,14 @@ def with_floor(timings: dict, floor_ms: float) -> dict:
     return {**timings, "floor": floor_ms}
 
 
+def tables_of(saved: list[dict], tmp_path: Path, capsys) -> str:
+    """What the script prints for `saved` resumed as an earlier run's --json, nothing timed."""
+    path = tmp_path / "resume.json"
+    path.write_text(json.dumps(saved))
+    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
+    return capsys.readouterr().out
+
+
 def test_a_miss_whose_two_processes_had_a_slower_host_is_named_as_the_hosts(tmp_path, capsys):
     saved = [  # FFT: P 20 % apart and the empty call 30 % slower in the second process; rms_norm: 3 % apart only
         {"task": "FFT", "precision": "fp32", "runs": {
@@ -121,10 +126,7 @@ def test_a_miss_whose_two_processes_had_a_slower_host_is_named_as_the_hosts(tmp_
         {"task": "elu", "precision": "fp32", "runs": {
             "protocol": "queued", "reference": run(1.0), "after-1": run(1.0), "after-2": run(1.0)}},
     ]
-    path = tmp_path / "resume.json"
-    path.write_text(json.dumps(saved))
-    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = tables_of(saved, tmp_path, capsys)
     assert "| 14.00 / 18.20 |" in out
     assert ("after: 1 of the 2 misses had the host's speed move between their two processes (empty call 5 % or "
             "more apart): FFT") in out
@@ -141,10 +143,7 @@ def test_a_process_the_gpus_slowdown_spoiled_is_named_with_its_clock(tmp_path, c
         {"task": "elu", "precision": "fp32", "runs": {
             "protocol": "queued", "reference": run(1.0), "after-1": run(1.0), "after-2": run(1.0)}},
     ]
-    path = tmp_path / "resume.json"
-    path.write_text(json.dumps(saved))
-    assert repeatability.main(["--precision", "fp32", "--task", "none", "--resume", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = tables_of(saved, tmp_path, capsys)
     assert ("the GPU's clock was read during 3 of 6 processes (or pairs); it slowed itself down during 1 tasks' "
             "runs: spmm_csr[fp32] in after-2 (software power cap, 1455 MHz of 1980)") in out
     assert "| spmm_csr | fp32 | 5 | 100.0 - 100.0 |" in out  # the clock entry is no size

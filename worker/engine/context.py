@@ -137,7 +137,7 @@ class EvalContext:
         gpu = self.chain.gpu
         for attempt in (1, 2):
             # Inside the GPU's lock: the readings are of this timing, not of another evaluation's work before it.
-            with self.phase(phase), self.gpu(), ClockWatch(gpu.uuid or gpu.index if gpu else None) as watch:
+            with self.phase(phase), self.gpu(), ClockWatch(gpu.smi_id if gpu else None) as watch:
                 result = run()
             report = watch.report
             if report is None or not report.throttled or (failed is not None and failed(result)):

@@ -28,6 +28,11 @@ class GpuInfo:
         return "sm_" + self.compute_capability.replace(".", "")
 
     @property
+    def smi_id(self) -> str | int:
+        """How nvidia-smi's -i names this GPU: its UUID, else its index."""
+        return self.uuid or self.index
+
+    @property
     def lock_key(self) -> str:
         """A file-name-safe id for the per-GPU lock: the UUID, else the index."""
         return re.sub(r"[^\w.-]", "_", self.uuid or f"gpu{self.index}")

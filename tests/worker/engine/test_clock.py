@@ -172,7 +172,7 @@ def test_the_watch_reads_the_real_gpus_clock_while_it_works(tmp_path, shared_bui
     from testing.gpu_candidates import LIBRARY
     from worker.formats.cuda.evaluation import EvalOptions, evaluate_baseline
 
-    with ClockWatch(chain.gpu.uuid or chain.gpu.index) as watch:
+    with ClockWatch(chain.gpu.smi_id) as watch:
         ev = evaluate_baseline(LIBRARY["softmax"], "fp32", EvalOptions(
             iters=20, build_cache=str(shared_build_cache), timing_cache=str(tmp_path)), chain=chain)
     assert ev.verdict == Verdict.OK, ev.reason

@@ -20,8 +20,11 @@ from apps.runs.execution import turn_verify
 from apps.runs.models import Run, RunStatus, Turn, TurnKind, TurnVerification, VerificationStatus
 from apps.runs.verification import published_runs, verification_request, verify_published
 from worker.engine import toolchain
+from worker.engine.context import SLOWED_FLAG
 from worker.engine.gpu import GpuInfo
+from worker.engine.results import Evaluation, Verdict
 from worker.engine.timing import SEED_BASE
+from worker.engine.verification import Outcome, compare
 
 pytestmark = pytest.mark.django_db
 FAST = (Path(settings.BASE_DIR) / "tests" / "gpu_candidates" / "vector_add_fast.cu").read_text()
@@ -290,3 +293,20 @@ def test_a_verification_that_could_not_run_says_so_briefly_with_the_full_reason_
     assert ("could not be verified: No NVIDIA GPU on worker host vm (nvidia-smi not found: no NVIDIA driver on "
             "this…") in html
     assert f'title="{reason}"' in html
+
+
+def test_every_verification_outcome_of_the_engine_is_a_status_the_database_keeps():
+    # turn_verify saves str(agreement.outcome) as the row's status: an outcome the model does not know would be lost.
+    assert {str(outcome) for outcome in Outcome} <= set(VerificationStatus.values)
+
+
+def test_a_verification_the_gpu_slowed_down_shows_could_not_be_verified_not_a_disagreement(library, user, settings):
+    settings.SHOWCASE_REQUIRE_VERIFIED = False
+    run = finished(user, library)
+    fresh = Evaluation(task="vector_add", precision="fp32", verdict=Verdict.OK, score=1.4,
+                       gpu="NVIDIA H100 80GB HBM3", flags=(SLOWED_FLAG,))
+    agreement = compare("ok", run.best_score, run.gpu_name, fresh)
+    verified(run, VerificationStatus(str(agreement.outcome)), summary=agreement.summary)
+    html = _showcase()
+    assert "could not be verified: the GPU slowed itself down while the fresh run was timed" in html
+    assert "verification disagrees" not in html

@@ -7,7 +7,10 @@ recorded result and the fresh one alone, whether the fresh run confirms the reco
 - the verdict must be the same (`ok` again): a candidate that was right only for the seeds it was shown,
   or only while nobody was checking, fails here;
 - the score P must agree within `tolerance` (relative), when both runs were on the same GPU model; on a
-  different model the speedup is not comparable and only the verdict is confirmed (and said so).
+  different model the speedup is not comparable and only the verdict is confirmed (and said so);
+- a P outside the tolerance from a fresh run during which the GPU slowed itself down (`SLOWED_FLAG`) decides
+  nothing: the verification could not verify, and asks for another at full clock. It never verifies, so a
+  candidate that slows the GPU gains nothing by it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ def fresh_options(seed_base: int, base: EvalOptions | None = None) -> EvalOption
 class Outcome(StrEnum):
     VERIFIED = "verified"
     DISAGREES = "disagrees"
+    # Correct again, but the fresh times are not this GPU's own (it slowed itself down while they were taken), so
+    # P can neither confirm nor contradict the record. The value is the app's "could not verify" status.
+    UNDECIDED = "failed"
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,12 @@ def compare(recorded_verdict: str, recorded_score: float | None, recorded_gpu: s
                          f"correct again on {fresh.gpu or 'another GPU'} (P {fresh.score:.2f}×); the recorded "
                          f"P {recorded_score:.2f}× was measured on {recorded_gpu or 'an unnamed GPU'}, so the "
                          f"speedups are not compared", ratio, same_gpu_model=False)
+    if abs(ratio - 1) > tolerance and SLOWED_FLAG in fresh.flags:
+        return Agreement(Outcome.UNDECIDED,
+                         f"the GPU slowed itself down while the fresh run was timed (power cap or heat: its notes "
+                         f"say when), so its P {fresh.score:.2f}× against {recorded_score:.2f}× recorded "
+                         f"({(ratio - 1) * 100:+.0f} %) is not this GPU's own. The code was correct again with "
+                         f"unseen inputs; verify again once the GPU runs at its full clock", ratio)
     if abs(ratio - 1) > tolerance:
         return Agreement(Outcome.DISAGREES,
                          f"P {fresh.score:.2f}× in the fresh run against {recorded_score:.2f}× recorded "
@@ -84,9 +96,6 @@ def _noise_hint(fresh: Evaluation) -> str:
     """Where the fresh run's own times were noisy, say so: a disagreement there may be the host's speed (calls of
     a few microseconds are mostly launch and synchronize) rather than a different kernel, and the next step is
     another verification on an idle GPU, not a rewrite."""
-    if SLOWED_FLAG in fresh.flags:
-        return ("; the GPU slowed itself down while the fresh run was timed (power cap or heat: its notes say "
-                "when), so its times are not this GPU's own: verify again once the GPU runs at its full clock")
     worst = max(((max(t.cv for t in (s.baseline, s.candidate) if t is not None), s.label)
                  for s in fresh.sizes if s.baseline is not None or s.candidate is not None), default=None)
     if worst is None or worst[0] <= CV_REVIEW:  # the evaluator's own "CV>5%" flag

@@ -16,7 +16,7 @@ from worker.engine.clock import ClockReading, ClockWatch, parse_line, summarize
 from worker.engine.context import SLOWED_FLAG, EvalContext, EvalOptions
 from worker.engine.gpu import GpuInfo
 from worker.engine.results import Verdict
-from worker.engine.verification import compare
+from worker.engine.verification import Outcome, compare
 
 MAX = 1980
 CLEAN = f"1980, {MAX}, 0x0000000000000000"
@@ -146,13 +146,24 @@ def test_a_failed_run_is_kept_whatever_the_clock_did_so_no_candidate_gets_a_seco
     assert len(calls) == 1 and not ctx.retimed
 
 
-def test_a_verification_whose_fresh_timing_was_slowed_says_to_verify_again(tmp_path, monkeypatch):
+def test_a_verification_whose_fresh_timing_was_slowed_decides_nothing_and_says_to_verify_again(tmp_path,
+                                                                                                monkeypatch):
     ctx = _context(tmp_path, [POWER_CAPPED], monkeypatch)
     ctx.timed("time", "the candidate", _timing([]))
     fresh = ctx.base(verdict=Verdict.OK, reason="r", score=1.5)
     said = compare(Verdict.OK, 2.0, "NVIDIA H100", fresh)
-    assert not said.verified
+    assert said.outcome is Outcome.UNDECIDED and not said.verified  # neither confirmed nor contradicted
     assert "the GPU slowed itself down while the fresh run was timed" in said.summary, said.summary
+    assert "verify again once the GPU runs at its full clock" in said.summary
+
+
+def test_a_slowed_fresh_run_whose_p_still_agrees_is_verified_and_one_that_fails_still_disagrees(tmp_path,
+                                                                                                monkeypatch):
+    ctx = _context(tmp_path, [POWER_CAPPED], monkeypatch)
+    ctx.timed("time", "the candidate", _timing([]))
+    assert compare(Verdict.OK, 1.55, "NVIDIA H100", ctx.base(verdict=Verdict.OK, reason="r", score=1.5)).verified
+    wrong = compare(Verdict.OK, 1.5, "NVIDIA H100", ctx.base(verdict=Verdict.INCORRECT, reason="out[3] wrong"))
+    assert wrong.outcome is Outcome.DISAGREES  # a clock does not excuse a wrong output
 
 
 def test_a_clean_timing_runs_once_inside_the_gpus_lock_and_adds_no_note(tmp_path, monkeypatch):

@@ -23,6 +23,7 @@ from worker.engine import toolchain as tc
 from worker.engine.clock import ClockWatch
 from worker.engine.gpu_lock import GpuLockTimeout, gpu_lock
 from worker.engine.results import Evaluation, Verdict
+from worker.engine.scoring import CV_REVIEW
 from worker.engine.timing import BATCH_BELOW_MS, ITERS, SEED_BASE, SEEDS, WARMUP, WARMUP_MS
 
 Progress = Callable[[str], None]
@@ -41,6 +42,9 @@ class EvalOptions:
     profile: str = "none"  # filtered | full | none
     thresholds: ncu.Thresholds = field(default_factory=ncu.Thresholds.from_env)
     use_baseline_cache: bool = True
+    # Baseline times with a CV above this at any size are not cached (nor taken from the cache): measured again by
+    # the next evaluation instead of moving every later P (scoring.steady). The evaluator's own review limit.
+    cache_max_cv: float = CV_REVIEW
     # C/CUDA: time the candidate and its baseline at the same time, taking turns on the GPU, and divide by that
     # baseline (docs/evaluation.md, "Interleaved timing"). Off: on a 4-GPU H200 host it made P less repeatable
     # than the baseline timed alone and cached (docs/benchmarks.md, "Repeatability").
@@ -146,8 +150,12 @@ class EvalContext:
                 self.retimed.append(f"{what} was timed again: {report.sentence()} during its first timing")
                 self.progress(f"{self.spec.name}/{self.precision}: {report.sentence()}; timing {what} again")
                 time.sleep(RETIME_PAUSE_S)
+        # A call that itself draws the GPU to its power limit is capped every time it runs long enough (spmm_csr's
+        # largest size on an H100, docs/benchmarks.md): its capped times then repeat, and are its speed on this GPU.
+        meaning = ("the call may itself draw the GPU to its power limit, and then these capped times are its speed"
+                   if "software power cap" in report.reasons else "its times are slower than this GPU's own")
         self.slowed[what] = (f"{what}: {report.sentence()} during its timing, and again when timed once more; "
-                             "its times are slower than this GPU's own (docs/evaluation.md, \"The GPU's clock\")")
+                             f"{meaning} (docs/evaluation.md, \"The GPU's clock\")")
         return result
 
     @contextmanager

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from worker.engine.results import SizeResult, TimingStats
 
 SPEEDUP_REVIEW = 10.0  # per-size speedups above this are flagged for a human look, never silently accepted
 CV_REVIEW = 0.05  # timing noise above 5% is flagged
+
+
+def steady(stats: Iterable[TimingStats], max_cv: float = CV_REVIEW) -> bool:
+    """Times fit to be cached and divided by later evaluations: no size's CV above `max_cv`. A cached baseline is
+    the denominator of every later P at its sizes, so one slow sample kept there (a max_pooling_2d baseline's 0.68
+    ms among 51 us samples, CV 138 %, mean +24 %: docs/benchmarks.md) would move all of them alike."""
+    return all(s.cv <= max_cv for s in stats)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from worker.engine.results import (
     Verdict,
     first_of,
 )
-from worker.engine.scoring import score_sizes
+from worker.engine.scoring import score_sizes, steady
 from worker.engine.timing import TimingCache, batches_for, beyond_wall_time, syncs_per_call, timings_by_size
 from worker.formats.cuda.build import BuildResult, build, harness_hash
 from worker.formats.cuda.context import CudaContext
@@ -464,6 +464,8 @@ def _baseline_times(ctx: CudaContext) -> tuple[dict[int, TimingStats] | Evaluati
 
     def decode(data: dict[str, Any]) -> dict[int, TimingStats] | None:
         times = {int(k): TimingStats.from_dict(v) for k, v in data["timings"].items()}
+        if not steady(times.values(), o.cache_max_cv):  # kept by a version that cached noisy times: measured again
+            return None
         ctx.batches = [int(b) for b in data.get("batches") or [1] * len(ctx.spec.sizes)]
         return times if len(times) == len(ctx.spec.sizes) == len(ctx.batches) else None
 
@@ -495,7 +497,8 @@ def _baseline_times(ctx: CudaContext) -> tuple[dict[int, TimingStats] | Evaluati
             return replace(crashed, reason="the baseline failed while timed in batches (a task problem): "
                            + crashed.reason), False
         times = timings_by_size(run.data)
-    if len(times) == len(ctx.spec.sizes) and not ctx.slowed:  # never cache times the GPU's slowdown spoiled
+    # Never cache times the GPU's slowdown spoiled, nor noisy ones: the next evaluation measures them again.
+    if len(times) == len(ctx.spec.sizes) and not ctx.slowed and steady(times.values(), o.cache_max_cv):
         cache.store({
             "task": ctx.spec.name,
             "precision": ctx.precision,

@@ -17,7 +17,7 @@ from typing import Any
 from worker.engine.entry import Steps, entry_points
 from worker.engine.harness import phase_name
 from worker.engine.results import CompileResult, CrashInfo, Evaluation, SizeResult, TimingStats, Verdict, first_of
-from worker.engine.scoring import score_sizes
+from worker.engine.scoring import score_sizes, steady
 from worker.engine.timing import TimingCache, beyond_wall_time, file_digest, timing_of
 from worker.formats.pytorch.runner import (
     HARNESS,
@@ -305,7 +305,7 @@ def _times(ctx: TorchContext, impl: str) -> tuple[TimingStats | Evaluation, bool
     o = ctx.options
     cache = timing_cache(ctx, impl)
     what = "torch.compile(Model)" if impl == "compile" else "the eager Model"
-    cached = cache.load(lambda data: TimingStats.from_dict(data["timing"]))
+    cached = cache.load(lambda data: _steady_or_none(TimingStats.from_dict(data["timing"]), o.cache_max_cv))
     if cached is not None:
         ctx.progress(f"{ctx.spec.name}/{ctx.precision}: {what} times from cache")
         return cached, True
@@ -316,12 +316,18 @@ def _times(ctx: TorchContext, impl: str) -> tuple[TimingStats | Evaluation, bool
     if stats is None:
         who = f"{what} failed while timing (a task problem, not the candidate's): "
         return _crashed(ctx, run, kind="baseline", who=who), False
-    if what in ctx.slowed:  # never cache times the GPU's slowdown spoiled
+    # Never cache times the GPU's slowdown spoiled, nor noisy ones: the next evaluation measures them again.
+    if what in ctx.slowed or not steady([stats], o.cache_max_cv):
         return stats, False
     cache.store({"task": ctx.spec.name, "precision": ctx.precision, "impl": impl,
                  "gpu": ctx.chain.gpu.name if ctx.chain.gpu else "", "env": run.data.get("env", {}),
                  "timing": stats.to_dict()})
     return stats, False
+
+
+def _steady_or_none(stats: TimingStats, max_cv: float) -> TimingStats | None:
+    """A cached time, unless it is noisy (kept by a version that cached noisy times): then it is measured again."""
+    return stats if steady([stats], max_cv) else None
 
 
 def _reference_times(ctx: TorchContext, notes: list[str]) -> TimingStats | None:

@@ -169,6 +169,29 @@ def test_baseline_times_are_reused_from_the_cache(scale_spec, cpu_chain, cpu_opt
     assert not fresh.baseline_cached
 
 
+def test_noisy_baseline_times_are_never_cached_so_the_next_evaluation_times_the_baseline_again(
+        scale_spec, cpu_chain, cpu_options, tmp_path):
+    strict = dataclasses.replace(cpu_options, cache_max_cv=0.0)  # every CPU time has some spread: all "noisy"
+    first = run(scale_spec, cpu_chain, strict, "scale_good.cu")
+    second = run(scale_spec, cpu_chain, strict, "scale_good.cu")
+    assert first.verdict == second.verdict == Verdict.OK, first.reason
+    assert not second.baseline_cached and "time_baseline" in second.phases
+    assert not list((tmp_path / "timings").glob("*.json"))
+
+
+def test_a_noisy_entry_already_in_the_cache_is_measured_again_not_divided_by(scale_spec, cpu_chain, cpu_options,
+                                                                            tmp_path):
+    first = run(scale_spec, cpu_chain, cpu_options, "scale_good.cu")  # no limit: cached
+    (path,) = (tmp_path / "timings").glob("*.json")
+    entry = json.loads(path.read_text())
+    entry["timings"]["1"]["cv"] = 1.38  # one slow sample among fifty, as a max_pooling_2d baseline kept on an H100
+    path.write_text(json.dumps(entry))
+    limited = dataclasses.replace(cpu_options, cache_max_cv=1.0)
+    second = run(scale_spec, cpu_chain, limited, "scale_good.cu")
+    assert first.verdict == second.verdict == Verdict.OK
+    assert not second.baseline_cached and "time_baseline" in second.phases
+
+
 def test_a_wrong_element_is_incorrect_with_the_first_mismatch(scale_spec, cpu_chain, cpu_options):
     ev = run(scale_spec, cpu_chain, cpu_options, "scale_wrong.cu")
     assert ev.verdict == Verdict.INCORRECT

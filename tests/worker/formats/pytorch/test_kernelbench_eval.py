@@ -61,6 +61,7 @@ def options(kb_build_cache, tmp_path) -> EvalOptions:
         check_timeout_s=60,
         time_timeout_s=120,
         compile_timeout_s=600,
+        cache_max_cv=math.inf,  # the CPU's times are noisy by nature; the cache's own tests set a limit
     )
 
 
@@ -97,6 +98,21 @@ def test_a_reference_equivalent_candidate_is_correct_timed_and_scored(scale_add,
     assert ev.gpu == "CPU stand-in" and ev.toolchain["torch_device"] == "cpu" and ev.toolchain["torch"]
     assert any("check ModelNew against Model" in m for m in seen)
     assert Evaluation.from_json(ev.to_json()) == ev
+
+
+def test_noisy_baseline_times_are_never_cached_and_a_noisy_entry_is_measured_again(scale_add, options,
+                                                                                   stand_in_chain, tmp_path):
+    strict = dataclasses.replace(options, cache_max_cv=0.0)  # every CPU time has some spread: all "noisy"
+    evaluate_pytorch_baseline(scale_add, "fp32", strict, chain=stand_in_chain)
+    assert not list((tmp_path / "timings").glob("*.json"))
+    evaluate_pytorch_baseline(scale_add, "fp32", options, chain=stand_in_chain)  # no limit: cached
+    (path,) = (tmp_path / "timings").glob("*.json")
+    entry = json.loads(path.read_text())
+    entry["timing"]["cv"] = 1.38
+    path.write_text(json.dumps(entry))
+    again = evaluate_pytorch_baseline(scale_add, "fp32", dataclasses.replace(options, cache_max_cv=1.0),
+                                      chain=stand_in_chain)
+    assert again.verdict == Verdict.OK and not again.baseline_cached
 
 
 def test_timing_warms_up_for_a_tenth_of_a_second_or_a_thousand_calls_not_only_three(scale_add, options,

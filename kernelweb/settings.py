@@ -300,6 +300,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 VERIFY_INTERVAL_SECONDS = env_float("VERIFY_INTERVAL_SECONDS", 300.0, minimum=1.0)
 VERIFY_PASS_LIMIT = env_int("VERIFY_PASS_LIMIT", 20, minimum=1)  # verifications asked for per pass
 VERIFY_RESEND_AFTER_SECONDS = env_float("VERIFY_RESEND_AFTER_SECONDS", 6 * 3600.0, minimum=60.0)
+# A verification that could not decide (no GPU worker, a GPU that slowed itself down, a crash) is asked for again
+# this long after it finished, at most VERIFY_RETRY_LIMIT times in all per turn; then only by hand (--again).
+VERIFY_RETRY_AFTER_SECONDS = env_float("VERIFY_RETRY_AFTER_SECONDS", 3600.0, minimum=60.0)
+VERIFY_RETRY_LIMIT = env_int("VERIFY_RETRY_LIMIT", 3, minimum=0)
 # P of the fresh run may differ from the recorded P by this fraction and still confirm it (same GPU model).
 VERIFY_SCORE_TOLERANCE = env_float("VERIFY_SCORE_TOLERANCE", 0.10, minimum=0.0)
 # The showcase lists a task's best turn only when at least this fast, and only when verified in production;

@@ -21,7 +21,7 @@ from datetime import timedelta
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 
 from apps.runs.models import Run, RunStatus, Turn, TurnVerification, VerificationStatus
@@ -134,17 +134,19 @@ def verification_request(turn: Turn) -> TurnVerification:
 @dataclass
 class VerifyReport:
     requested: list[int] = field(default_factory=list)  # turn ids asked for the first time
+    retried: list[int] = field(default_factory=list)  # turn ids asked again after a verification that could not decide
     resent: list[int] = field(default_factory=list)  # verification ids sent again
     unsent: list[int] = field(default_factory=list)  # the broker refused: left for the next pass
 
     def __str__(self) -> str:
-        return f"requested {len(self.requested)}, re-sent {len(self.resent)}, still unsent {len(self.unsent)}"
+        return (f"requested {len(self.requested)}, asked again after could-not-verify {len(self.retried)}, "
+                f"re-sent {len(self.resent)}, still unsent {len(self.unsent)}")
 
 
 def verify_published(limit: int | None = None, runs: QuerySet[Run] | None = None) -> VerifyReport:
     """One pass: ask for a verification of every published best turn that has none (at most `limit` per
-    pass, oldest runs first), and re-send the verifications that were never delivered or whose worker
-    never answered within VERIFY_RESEND_AFTER_SECONDS."""
+    pass, oldest runs first), then again for those whose newest one could not decide (_undecided), and re-send
+    the verifications that were never delivered or whose worker never answered within VERIFY_RESEND_AFTER_SECONDS."""
     limit = settings.VERIFY_PASS_LIMIT if limit is None else limit
     report = VerifyReport()
     scope = published_runs() if runs is None else runs.filter(pk__in=published_runs().values("pk"))
@@ -154,6 +156,9 @@ def verify_published(limit: int | None = None, runs: QuerySet[Run] | None = None
     for turn in unverified:
         verification_request(turn)
         report.requested.append(turn.pk)
+    for turn in _undecided(scope)[:max(limit - len(report.requested), 0)]:
+        verification_request(turn)
+        report.retried.append(turn.pk)
     stale = Now() - timedelta(seconds=settings.VERIFY_RESEND_AFTER_SECONDS)
     for verification_id in TurnVerification.objects.filter(status=VerificationStatus.PENDING).filter(
         Q(dispatched_at__isnull=True, requested_at__lt=Now() - timedelta(seconds=30))
@@ -161,6 +166,24 @@ def verify_published(limit: int | None = None, runs: QuerySet[Run] | None = None
     ).values_list("pk", flat=True)[:limit]:
         (report.resent if verification_dispatch(verification_id) else report.unsent).append(verification_id)
     return report
+
+
+def _undecided(scope: QuerySet[Run]) -> QuerySet[Turn]:
+    """Published best turns whose newest verification could not decide (status failed: no GPU worker, a GPU that
+    slowed itself down, a crash) and finished over VERIFY_RETRY_AFTER_SECONDS ago, with fewer than
+    VERIFY_RETRY_LIMIT such attempts and none on its way: a later pass may find a worker, or a GPU at full clock."""
+    newest = latest_finished(OuterRef("pk"))
+    failed = (TurnVerification.objects.filter(turn=OuterRef("pk"), status=VerificationStatus.FAILED)
+              .values("turn").annotate(n=Count("pk")).values("n"))
+    return (Turn.objects.filter(pk__in=scope.values("best_turn"))
+            .annotate(newest_status=Subquery(newest.values("status")[:1]),
+                      newest_finished=Subquery(newest.values("finished_at")[:1]),
+                      failed_attempts=Subquery(failed[:1]))
+            .filter(newest_status=VerificationStatus.FAILED,
+                    newest_finished__lt=Now() - timedelta(seconds=settings.VERIFY_RETRY_AFTER_SECONDS),
+                    failed_attempts__lt=settings.VERIFY_RETRY_LIMIT)
+            .exclude(Exists(TurnVerification.objects.filter(turn=OuterRef("pk"), status=VerificationStatus.PENDING)))
+            .order_by("newest_finished"))
 
 
 def verified_status_subquery(turn_field: str = "best_turn") -> Subquery:

@@ -105,6 +105,34 @@ def test_asking_again_while_one_is_on_its_way_returns_that_one(library, user):
     assert TurnVerification.objects.count() == 1
 
 
+def _finished_ago(verification, hours):
+    TurnVerification.objects.filter(pk=verification.pk).update(
+        finished_at=timezone.now() - timezone.timedelta(hours=hours))
+
+
+def test_a_verification_that_could_not_decide_is_asked_again_later_a_bounded_number_of_times(library, user,
+                                                                                             settings):
+    settings.VERIFY_RETRY_AFTER_SECONDS, settings.VERIFY_RETRY_LIMIT = 3600, 2
+    run = finished(user, library)
+    _finished_ago(verified(run, VerificationStatus.FAILED, summary="the GPU slowed itself down"), hours=0.5)
+    assert verify_published().retried == []  # not yet: the GPU may still be hot
+    _finished_ago(run.best_turn.verifications.get(), hours=2)
+    assert verify_published().retried == [run.best_turn_id]
+    assert verify_published().retried == []  # one on its way already
+    again = run.best_turn.verifications.get(status=VerificationStatus.PENDING)
+    TurnVerification.objects.filter(pk=again.pk).update(status=VerificationStatus.FAILED)
+    _finished_ago(again, hours=2)
+    assert verify_published().retried == []  # two attempts could not decide: only by hand from now on
+    assert run.best_turn.verifications.count() == 2
+
+
+def test_a_verification_that_disagreed_or_verified_is_not_asked_again_by_itself(library, user):
+    for status in (VerificationStatus.DISAGREES, VerificationStatus.VERIFIED):
+        run = finished(user, library)
+        _finished_ago(verified(run, status), hours=48)
+    assert verify_published().retried == []
+
+
 def test_a_verification_never_delivered_is_sent_by_a_later_pass(library, user):
     run = finished(user, library)
     waiting = verification_request(run.best_turn)  # no commit callback ran: never sent

@@ -78,10 +78,11 @@ def compare(recorded_verdict: str, recorded_score: float | None, recorded_gpu: s
                          f"speedups are not compared", ratio, same_gpu_model=False)
     if abs(ratio - 1) > tolerance and SLOWED_FLAG in fresh.flags:
         return Agreement(Outcome.UNDECIDED,
-                         f"the GPU slowed itself down while the fresh run was timed (power cap or heat: its notes "
-                         f"say when), so its P {fresh.score:.2f}× against {recorded_score:.2f}× recorded "
-                         f"({(ratio - 1) * 100:+.0f} %) is not this GPU's own. The code was correct again with "
-                         f"unseen inputs; verify again once the GPU runs at its full clock", ratio)
+                         # The first sentence is the page's label (apps/runs/verification.py), the rest its tooltip.
+                         f"the GPU slowed itself down while the fresh run was timed. Its P {fresh.score:.2f}× "
+                         f"against {recorded_score:.2f}× recorded ({(ratio - 1) * 100:+.0f} %) is not this GPU's own "
+                         f"(power cap or heat: the run's notes say when); the code was correct again with unseen "
+                         f"inputs: verify again once the GPU runs at its full clock", ratio)
     if abs(ratio - 1) > tolerance:
         return Agreement(Outcome.DISAGREES,
                          f"P {fresh.score:.2f}× in the fresh run against {recorded_score:.2f}× recorded "

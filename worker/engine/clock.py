@@ -22,8 +22,9 @@ from types import TracebackType
 
 # nvmlClocksEventReasons bits that mean "slower than asked for" (idle, application clocks, sync boost and
 # display clocks do not).
+POWER_CAP = "software power cap"
 SLOWDOWNS = {
-    0x04: "software power cap",
+    0x04: POWER_CAP,
     0x08: "hardware slowdown",
     0x20: "software thermal slowdown",
     0x40: "hardware thermal slowdown",
@@ -64,6 +65,11 @@ class ClockReport:
     @property
     def throttled(self) -> bool:
         return self.slowed > 0
+
+    @property
+    def power_capped(self) -> bool:
+        """The power cap was among the slowdowns (a call may reach it by itself: EvalContext.timed)."""
+        return POWER_CAP in self.reasons
 
     def sentence(self) -> str:
         seconds = self.slowed * INTERVAL_MS / 1000

@@ -153,7 +153,7 @@ class EvalContext:
         # A call that itself draws the GPU to its power limit is capped every time it runs long enough (spmm_csr's
         # largest size on an H100, docs/benchmarks.md): its capped times then repeat, and are its speed on this GPU.
         meaning = ("the call may itself draw the GPU to its power limit, and then these capped times are its speed"
-                   if "software power cap" in report.reasons else "its times are slower than this GPU's own")
+                   if report.power_capped else "its times are slower than this GPU's own")
         self.slowed[what] = (f"{what}: {report.sentence()} during its timing, and again when timed once more; "
                              f"{meaning} (docs/evaluation.md, \"The GPU's clock\")")
         return result

@@ -76,14 +76,14 @@ def compare(recorded_verdict: str, recorded_score: float | None, recorded_gpu: s
                          f"correct again on {fresh.gpu or 'another GPU'} (P {fresh.score:.2f}×); the recorded "
                          f"P {recorded_score:.2f}× was measured on {recorded_gpu or 'an unnamed GPU'}, so the "
                          f"speedups are not compared", ratio, same_gpu_model=False)
-    if abs(ratio - 1) > tolerance and SLOWED_FLAG in fresh.flags:
-        return Agreement(Outcome.UNDECIDED,
-                         # The first sentence is the page's label (apps/runs/verification.py), the rest its tooltip.
-                         f"the GPU slowed itself down while the fresh run was timed. Its P {fresh.score:.2f}× "
-                         f"against {recorded_score:.2f}× recorded ({(ratio - 1) * 100:+.0f} %) is not this GPU's own "
-                         f"(power cap or heat: the run's notes say when); the code was correct again with unseen "
-                         f"inputs: verify again once the GPU runs at its full clock", ratio)
     if abs(ratio - 1) > tolerance:
+        if SLOWED_FLAG in fresh.flags:
+            return Agreement(Outcome.UNDECIDED,
+                             # The first sentence is the page's label (apps/runs/verification.py), the rest its tooltip.
+                             f"the GPU slowed itself down while the fresh run was timed. Its P {fresh.score:.2f}× "
+                             f"against {recorded_score:.2f}× recorded ({(ratio - 1) * 100:+.0f} %) is not this GPU's "
+                             f"own (power cap or heat: the run's notes say when); the code was correct again with "
+                             f"unseen inputs: verify again once the GPU runs at its full clock", ratio)
         return Agreement(Outcome.DISAGREES,
                          f"P {fresh.score:.2f}× in the fresh run against {recorded_score:.2f}× recorded "
                          f"({(ratio - 1) * 100:+.0f} %, more than the ±{tolerance * 100:.0f} % allowed)"
